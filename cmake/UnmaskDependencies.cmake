@@ -1,0 +1,50 @@
+# Finds the project's dependencies. Debian packages on CPU machines; on a GPU machine the CUDA
+# LibTorch from a PyTorch install (pass -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')).
+
+find_package(Torch REQUIRED)
+# LibTorch's CMake config adds its own flags (e.g. -D_GLIBCXX_USE_CXX11_ABI) through TORCH_CXX_FLAGS.
+if(TORCH_CXX_FLAGS)
+  set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
+endif()
+
+# CUDA is detected, never hand-set: a LibTorch with CUDA plus an nvcc turns on the CUDA-only parts.
+set(UNMASK_WITH_CUDA OFF)
+if(TORCH_CUDA_LIBRARIES OR CUDA_FOUND)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    set(UNMASK_WITH_CUDA ON)
+  endif()
+endif()
+message(STATUS "unmask: CUDA parts ${UNMASK_WITH_CUDA}")
+
+# nlohmann/json is header-only; UNMASK_JSON_INCLUDE_DIR points at a copy where no package exists.
+find_package(nlohmann_json 3.9 QUIET)
+if(NOT nlohmann_json_FOUND)
+  find_path(UNMASK_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+  target_include_directories(nlohmann_json::nlohmann_json INTERFACE ${UNMASK_JSON_INCLUDE_DIR})
+endif()
+
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)
+find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+
+if(UNMASK_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()
+if(UNMASK_BUILD_BENCH)
+  find_package(benchmark QUIET)
+endif()
+
+if(NOT UNMASK_ENGINE_ONLY)
+  find_package(Protobuf REQUIRED)
+  find_package(gRPC CONFIG REQUIRED)
+  find_package(absl CONFIG REQUIRED)
+  pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+  find_package(prometheus-cpp CONFIG REQUIRED)
+endif()

@@ -1,0 +1,82 @@
+#include "common/model/layers.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+
+namespace unmask::model {
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  const auto dtype = x.scalar_type();
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
+  xf = xf * at::rsqrt(variance + eps);
+  return weight * xf.to(dtype);
+}
+
+RotaryTables MakeRotaryTables(std::int64_t length, std::int64_t head_dim, double theta, c10::Device device) {
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  // Same operation order as the reference: 1 / theta^(arange(0, d, 2) / d), outer product with
+  // the positions, both halves sharing frequencies.
+  at::Tensor exponent = at::arange(0, head_dim, 2, f32) / head_dim;
+  at::Tensor inv_freq = at::reciprocal(at::pow(theta, exponent));
+  at::Tensor seq = at::arange(length, f32);
+  at::Tensor freqs = at::outer(seq, inv_freq);
+  at::Tensor positions = at::cat({freqs, freqs}, -1);
+  return {positions.sin().unsqueeze(0).unsqueeze(0), positions.cos().unsqueeze(0).unsqueeze(0)};
+}
+
+namespace {
+at::Tensor RotateHalf(const at::Tensor& x) {
+  const auto half = x.size(-1) / 2;
+  at::Tensor x1 = x.narrow(-1, 0, half);
+  at::Tensor x2 = x.narrow(-1, half, half);
+  return at::cat({-x2, x1}, -1);
+}
+}  // namespace
+
+at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTables& tables, std::int64_t offset) {
+  const auto t = x.size(-2);
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor sin = tables.sin.narrow(2, offset, t);
+  at::Tensor cos = tables.cos.narrow(2, offset, t);
+  return ((xf * cos) + (RotateHalf(xf) * sin)).to(x.scalar_type());
+}
+
+at::Tensor KeyPaddingBias(const at::Tensor& attention_mask) {
+  if (!attention_mask.defined()) return at::Tensor();
+  at::Tensor m = attention_mask.to(at::kFloat);
+  return ((1.0 - m) * std::numeric_limits<float>::lowest()).view({m.size(0), 1, 1, m.size(1)});
+}
+
+namespace {
+at::Tensor AttentionRows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const at::Tensor& key_bias, double scale) {
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
+  if (key_bias.defined()) scores = scores + key_bias.to(scores.scalar_type());
+  return at::matmul(at::softmax(scores, -1), v);
+}
+}  // namespace
+
+at::Tensor Attention(const at::Tensor& q, const at::Tensor& k_in, const at::Tensor& v_in,
+                     const at::Tensor& key_bias, std::int64_t query_chunk) {
+  const auto heads = q.size(1);
+  at::Tensor k = k_in, v = v_in;
+  if (k.size(1) != heads) {  // grouped KV heads: each KV head serves heads / kv_heads queries
+    const auto group = heads / k.size(1);
+    k = k.repeat_interleave(group, 1);
+    v = v.repeat_interleave(group, 1);
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  const auto tq = q.size(2);
+  if (query_chunk <= 0 || query_chunk >= tq) return AttentionRows(q, k, v, key_bias, scale);
+  std::vector<at::Tensor> parts;
+  for (std::int64_t start = 0; start < tq; start += query_chunk) {
+    const auto n = std::min(query_chunk, tq - start);
+    parts.push_back(AttentionRows(q.narrow(2, start, n), k, v, key_bias, scale));
+  }
+  return at::cat(parts, 2);
+}
+
+}  // namespace unmask::model

@@ -1,0 +1,34 @@
+// The pieces of a LLaDA block, computed the way the official modeling_llada.py computes them.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace unmask::model {
+
+// RMSNorm: statistics in float32, result cast back to the input dtype, then scaled by `weight`.
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// RoPE tables for positions [0, length): sin and cos of shape [1, 1, length, head_dim], float32,
+// half-split layout (the two halves of the head dimension share frequencies).
+struct RotaryTables {
+  at::Tensor sin, cos;
+};
+RotaryTables MakeRotaryTables(std::int64_t length, std::int64_t head_dim, double theta, c10::Device device);
+
+// Rotates q or k ([B, H, T, head_dim]) in float32 by the rows [offset, offset+T) of `tables`
+// and returns it in its own dtype.
+at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTables& tables, std::int64_t offset = 0);
+
+// Bidirectional attention. q: [B, H, Tq, hd]; k, v: [B, Hkv, Tk, hd] with H % Hkv == 0.
+// key_bias: [B, 1, 1, Tk] additive float bias (0 or a large negative number) or undefined.
+// query_chunk > 0 bounds the score matrix to query_chunk x Tk per head.
+at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const at::Tensor& key_bias, std::int64_t query_chunk);
+
+// [B, Tk] mask (nonzero = attend) -> [B, 1, 1, Tk] float bias with finfo(float).min where masked;
+// undefined in, undefined out.
+at::Tensor KeyPaddingBias(const at::Tensor& attention_mask);
+
+}  // namespace unmask::model

@@ -1,0 +1,39 @@
+// The tensors of a LLaDA model, in the compute dtype and on the compute device.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "common/checkpoint/checkpoint.h"
+#include "common/checkpoint/llada_config.h"
+#include "common/model/linear.h"
+#include "common/model/model_options.h"
+#include "common/util/status.h"
+
+namespace unmask::model {
+
+struct LladaBlockWeights {
+  at::Tensor attn_norm, ff_norm;  // [d_model]
+  Linear q_proj, k_proj, v_proj, attn_out;
+  Linear ff_proj, up_proj, ff_out;  // ff_proj is the SwiGLU gate
+};
+
+struct LladaWeights {
+  at::Tensor wte;  // [embedding_size, d_model]
+  std::vector<LladaBlockWeights> blocks;
+  at::Tensor ln_f;
+  Linear lm_head;  // ff_out, or wte when weight_tying
+  // Keeps mapped checkpoint memory alive when tensors are zero-copy views into it.
+  std::shared_ptr<const void> backing;
+};
+
+// Reads every tensor of `ckpt` (validated against `config`) into the options' dtype and device.
+// Tensors whose stored dtype already equals the compute dtype on CPU are zero-copy views into
+// the mapped file.
+StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
+                                        std::shared_ptr<const checkpoint::Checkpoint> ckpt,
+                                        const ModelOptions& options);
+
+}  // namespace unmask::model

@@ -1,0 +1,58 @@
+#include "common/sampler/sampling_ops.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace unmask::sampler {
+
+at::Generator MakeSeededGenerator(c10::Device device, std::uint64_t seed) {
+  at::Generator gen = device.is_cpu() ? at::make_generator<at::CPUGeneratorImpl>(seed)
+                                      : at::globalContext().defaultGenerator(device).clone();
+  gen.set_current_seed(seed);
+  return gen;
+}
+
+at::Tensor AddGumbelNoise(const at::Tensor& logits, double temperature, at::Generator& gen) {
+  at::Tensor l64 = logits.to(at::kDouble);
+  at::Tensor noise = at::empty_like(l64).uniform_(0, 1, gen);
+  at::Tensor gumbel = at::pow(-at::log(noise), temperature);
+  return l64.exp() / gumbel;
+}
+
+at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device) {
+  const auto b = static_cast<std::int64_t>(rows.size());
+  const auto l = b ? static_cast<std::int64_t>(rows[0].size()) : 0;
+  at::Tensor t = at::empty({b, l}, at::kLong);
+  auto acc = t.accessor<std::int64_t, 2>();
+  for (std::int64_t r = 0; r < b; ++r)
+    for (std::int64_t c = 0; c < l; ++c) acc[r][c] = rows[r][c];
+  return t.to(device);
+}
+
+std::vector<std::vector<std::int64_t>> ToRows(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
+  std::vector<std::vector<std::int64_t>> rows(c.size(0));
+  const std::int64_t* data = c.data_ptr<std::int64_t>();
+  for (std::int64_t r = 0; r < c.size(0); ++r) rows[r].assign(data + r * c.size(1), data + (r + 1) * c.size(1));
+  return rows;
+}
+
+StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len) {
+  StepEvent ev;
+  at::Tensor t = transfer.cpu();
+  at::Tensor xc = x.cpu();
+  for (std::int64_t r = 0; r < t.size(0); ++r) {
+    at::Tensor idx = t[r].nonzero().view(-1);  // ascending
+    std::vector<std::int64_t> positions, tokens;
+    auto acc = idx.accessor<std::int64_t, 1>();
+    for (std::int64_t j = 0; j < idx.size(0); ++j) {
+      positions.push_back(acc[j] - prompt_len);
+      tokens.push_back(xc[r][acc[j]].item<std::int64_t>());
+    }
+    ev.positions.push_back(std::move(positions));
+    ev.tokens.push_back(std::move(tokens));
+  }
+  return ev;
+}
+
+}  // namespace unmask::sampler

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything unmask needs on a fresh Debian 12 machine (run as root, or with sudo on PATH).
+# Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  # engine
+  libtorch-dev libopenblas0-pthread
+  # services
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libhiredis-dev redis-server prometheus-cpp-dev libabsl-dev
+  # libraries used by common/
+  nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev python3
+  # helm chart renderer (tools/helmrender): Helm's template engine from Debian's Go packages
+  golang-go golang-github-masterminds-sprig-dev golang-github-xeipuuv-gojsonschema-dev
+)
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${PACKAGES[@]}"
+# With the reference BLAS float32 matmul is ~30x slower: make sure the pthread OpenBLAS is the one in use.
+if command -v update-alternatives >/dev/null; then
+  for alt in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu; do
+    cand=$(update-alternatives --list "$alt" 2>/dev/null | grep openblas-pthread | head -n1 || true)
+    if [ -n "$cand" ]; then $SUDO update-alternatives --set "$alt" "$cand" >/dev/null; fi
+  done
+fi
+echo "setup: done"
