@@ -1,0 +1,105 @@
+// The LLaDA network: precisions, grouped KV heads, attention chunking, padding, load errors.
+#include <ATen/ATen.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/model/llada_model.h"
+#include "tests/engine/temp_checkpoint.h"
+#include "tests/engine/test_paths.h"
+
+namespace unmask::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+at::Tensor Ids(std::vector<std::int64_t> ids) {
+  return at::from_blob(ids.data(), {1, static_cast<std::int64_t>(ids.size())}, at::kLong).clone();
+}
+
+TEST(LladaModelTest, Bf16AgreesWithFp32OnTheGoldenModel) {
+  ModelOptions bf16;
+  bf16.precision = Precision::kBFloat16;
+  auto a = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
+  auto b = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), bf16);
+  ASSERT_TRUE(a.ok() && b.ok());
+  at::Tensor ids = Ids({75437, 40728, 28450, 18937, 48109, 126336, 126336, 126336});
+  at::Tensor la = (*a)->Logits(ids, at::Tensor());
+  at::Tensor lb = (*b)->Logits(ids, at::Tensor());
+  EXPECT_EQ(lb.scalar_type(), at::kBFloat16);
+  const double max_abs = (la - lb.to(at::kFloat)).abs().max().item<double>();
+  EXPECT_LT(max_abs, 0.25) << "bf16 logits drifted from fp32";
+  EXPECT_GT(max_abs, 0.0) << "bf16 path computed in fp32";
+}
+
+TEST(LladaModelTest, QueryChunkedAttentionEqualsFullAttention) {
+  ModelOptions chunked;
+  chunked.attention_query_chunk = 3;
+  auto a = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
+  auto b = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), chunked);
+  ASSERT_TRUE(a.ok() && b.ok());
+  at::Tensor ids = Ids({1, 2, 3, 4, 5, 6, 7, 126336, 126336, 126336});
+  EXPECT_TRUE(at::allclose((*a)->Logits(ids, at::Tensor()), (*b)->Logits(ids, at::Tensor()), 1e-5, 1e-5));
+}
+
+TEST(LladaModelTest, GroupedKvHeadsEqualRepeatedFullHeads) {
+  unmask::testing::TempDir dir;
+  auto config = unmask::testing::SmallConfig();  // 4 heads, 2 KV heads
+  unmask::testing::WriteRandomCheckpoint(dir.path(), config, 1);
+  auto gqa = LladaModel::Load(dir.path(), ModelOptions{});
+  ASSERT_TRUE(gqa.ok()) << gqa.status().ToString();
+
+  // The same network with every KV head written out once per query head that uses it.
+  LladaWeights full = (*gqa)->weights();
+  const auto hd = config.head_dim();
+  const auto group = config.n_heads / config.n_kv_heads;
+  for (auto& blk : full.blocks) {
+    auto expand = [&](const Linear& l) {
+      return Linear(l.weight().view({config.n_kv_heads, hd, config.d_model}).repeat_interleave(group, 0)
+                        .reshape({config.n_heads * hd, config.d_model}));
+    };
+    blk.k_proj = expand(blk.k_proj);
+    blk.v_proj = expand(blk.v_proj);
+  }
+  auto full_config = config;
+  full_config.n_kv_heads = config.n_heads;
+  LladaModel mha(full_config, full, ModelOptions{}, at::kCPU);
+  at::Tensor ids = Ids({1, 2, 3, 299, 299, 299});
+  EXPECT_TRUE(at::allclose((*gqa)->Logits(ids, at::Tensor()), mha.Logits(ids, at::Tensor()), 1e-5, 1e-5));
+}
+
+TEST(LladaModelTest, PaddedKeysDoNotInfluenceRealPositions) {
+  auto m = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
+  ASSERT_TRUE(m.ok());
+  at::Tensor mask = Ids({0, 0, 1, 1, 1, 1});
+  at::Tensor a = (*m)->Logits(Ids({126081, 126081, 10, 11, 126336, 126336}), mask);
+  at::Tensor b = (*m)->Logits(Ids({555, 777, 10, 11, 126336, 126336}), mask);
+  EXPECT_TRUE(at::allclose(a.narrow(1, 2, 4), b.narrow(1, 2, 4), 1e-5, 1e-5));
+  at::Tensor unmasked = (*m)->Logits(Ids({555, 777, 10, 11, 126336, 126336}), at::Tensor());
+  EXPECT_FALSE(at::allclose(unmasked.narrow(1, 2, 4), b.narrow(1, 2, 4), 1e-5, 1e-5)) << "the mask had no effect";
+}
+
+TEST(LladaModelTest, TiedWeightsUseTheEmbeddingAsHead) {
+  unmask::testing::TempDir dir;
+  auto config = unmask::testing::SmallConfig();
+  config.weight_tying = true;
+  unmask::testing::WriteRandomCheckpoint(dir.path(), config, 1);
+  auto m = LladaModel::Load(dir.path(), ModelOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE((*m)->weights().lm_head.weight().is_same((*m)->weights().wte));
+}
+
+TEST(LladaModelTest, LoadErrorsNameTheProblem) {
+  auto missing = LladaModel::Load("/nonexistent/model", ModelOptions{});
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("/nonexistent/model/config.json"));
+
+  ModelOptions gpu;
+  gpu.device = "tpu:0";
+  auto bad_device = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), gpu);
+  EXPECT_THAT(bad_device.status().message(), HasSubstr("device 'tpu:0'"));
+
+  EXPECT_THAT(ParsePrecision("int3").status().message(), HasSubstr("precision 'int3' is not one of fp32, bf16, fp16"));
+}
+
+}  // namespace
+}  // namespace unmask::model
