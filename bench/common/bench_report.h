@@ -1,0 +1,25 @@
+// What every benchmark needs to write its figures honestly: the machine they came from, the
+// command that reproduces them, peak memory, and a section of docs/benchmarks.md to replace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace unmask::bench {
+
+// "Intel(R) Xeon(R) ... | 2 cores | 23 GiB RAM | Linux 6.x" from /proc.
+std::string MachineDescription();
+// Peak resident set (VmHWM) of this process in bytes.
+std::uint64_t PeakRssBytes();
+// Current resident set (VmRSS) of this process in bytes.
+std::uint64_t CurrentRssBytes();
+// The command line of this process, shell-quoted where needed.
+std::string CommandLine(int argc, char** argv);
+
+// Replaces the text between "<!-- bench:ID -->" and "<!-- /bench:ID -->" in the markdown file
+// at `path` (appending the section if it is not there yet). Returns false on I/O errors.
+bool ReplaceDocSection(const std::string& path, const std::string& id, const std::string& markdown);
+
+std::string FormatBytes(std::uint64_t bytes);
+
+}  // namespace unmask::bench

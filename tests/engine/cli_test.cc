@@ -1,0 +1,105 @@
+// The real unmask-engine and make-model binaries, run the way a user runs them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/engine/temp_checkpoint.h"
+#include "tests/engine/test_paths.h"
+
+namespace unmask {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Join(const json& ids) {
+  std::string s;
+  for (const auto& id : ids) s += (s.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
+  return s;
+}
+
+TEST(UnmaskEngineCliTest, GenerateJsonMatchesTheGoldenFileForBatchAndSampledCases) {
+  std::ifstream in(unmask::testing::TestDataPath("tiny-llada.golden.json"));
+  const json golden = json::parse(in);
+  for (int index : {3, 7, 8}) {  // a batch of two, temperature 0.7, random remasking
+    const json& c = golden["cases"][index];
+    std::string cmd = std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada");
+    for (const auto& row : c["prompt"]) cmd += " --prompt-ids " + Join(row);
+    cmd += " --steps " + std::to_string(c["steps"].get<int>()) + " --gen-length " + std::to_string(c["gen_length"].get<int>()) +
+           " --block-length " + std::to_string(c["block_length"].get<int>()) + " --temperature " +
+           std::to_string(c["temperature"].get<double>()) + " --remasking " + c["remasking"].get<std::string>() +
+           " --seed " + std::to_string(c["seed"].get<int>()) + " --json";
+    CommandResult r = RunCommand(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    json out = json::parse(r.out);
+    EXPECT_EQ(out["output"], c["output"]) << "case " << index;
+    EXPECT_EQ(out["unmasked_per_step"], c["unmasked_per_step"]) << "case " << index;
+    EXPECT_GT(out["seconds"].get<double>(), 0.0);
+  }
+}
+
+TEST(UnmaskEngineCliTest, BadInputExitsWithTwoAndNamesTheProblem) {
+  const std::string base = std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada");
+  CommandResult r = RunCommand(base + " --prompt-ids 1,,2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--prompt-ids '1,,2': element 1"));
+  r = RunCommand(base + " --prompt-ids 1,2 --gen-length 12 --block-length 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("gen_length (12) must be divisible by block_length (8)"));
+  r = RunCommand(base + " --prompt-ids 1 --remasking sideways");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("remasking 'sideways'"));
+  r = RunCommand(base + " --prompt-ids 1 --precision fp8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("precision 'fp8'"));
+  r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model /nonexistent --prompt-ids 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("/nonexistent/config.json"));
+  r = RunCommand(base + " --prompt-ids 1 --steps banana");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--steps"));
+}
+
+TEST(MakeModelCliTest, WritesACheckpointTheEngineGeneratesFrom) {
+  unmask::testing::TempDir dir;
+  const std::string model = dir.File("m");
+  CommandResult made = RunCommand(std::string(MAKE_MODEL_BIN) + " --out " + model +
+                        " --d-model 32 --n-layers 2 --n-heads 4 --n-kv-heads 2 --mlp-hidden-size 48 --vocab-size 126464 --shards 3");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  EXPECT_THAT(made.out, HasSubstr("parameters"));
+  std::ifstream index(model + "/model.safetensors.index.json");
+  EXPECT_EQ(json::parse(index)["weight_map"].size(), 1u + 2u * 9u + 2u);
+  CommandResult gen = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + model +
+                       " --prompt-ids 5,6,7 --steps 8 --gen-length 8 --block-length 4 --precision bf16 --json");
+  ASSERT_EQ(gen.exit_code, 0) << gen.out;
+  EXPECT_EQ(json::parse(gen.out)["output"][0].size(), 8u);
+
+  CommandResult bad = RunCommand(std::string(MAKE_MODEL_BIN) + " --out " + dir.File("bad") + " --d-model 30 --n-heads 4");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("'d_model' (30) is not divisible by 'n_heads' (4)"));
+}
+
+}  // namespace
+}  // namespace unmask

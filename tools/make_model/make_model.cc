@@ -1,0 +1,74 @@
+#include "tools/make_model/make_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "common/checkpoint/checkpoint_writer.h"
+
+namespace unmask::tools {
+namespace {
+
+std::uint16_t FloatToHalfBits(float f, checkpoint::DType dtype) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (dtype == checkpoint::DType::kBF16) {
+    bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
+    return static_cast<std::uint16_t>(bits >> 16);
+  }
+  // IEEE half for the small, normal values random init produces (|f| < 65504); tiny values
+  // flush to zero, which is harmless for random weights.
+  const std::uint32_t sign = (bits >> 16) & 0x8000;
+  const int exp = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  if (exp <= 0) return static_cast<std::uint16_t>(sign);
+  if (exp >= 31) return static_cast<std::uint16_t>(sign | 0x7c00);
+  const std::uint32_t mant = bits & 0x7fffff;
+  std::uint32_t h = sign | (static_cast<std::uint32_t>(exp) << 10) | (mant >> 13);
+  if ((mant & 0x1fff) > 0x1000 || ((mant & 0x1fff) == 0x1000 && (h & 1))) ++h;
+  return static_cast<std::uint16_t>(h);
+}
+
+}  // namespace
+
+Status MakeModel(const std::string& dir, const MakeModelOptions& o) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return FailedPreconditionError(dir + ": cannot create: " + ec.message());
+  // Validate the config by parsing what we are about to write.
+  UNMASK_ASSIGN_OR_RETURN(auto config, checkpoint::LladaConfig::FromJsonText(o.config.ToJsonText(), "config"));
+  if (o.dtype != checkpoint::DType::kBF16 && o.dtype != checkpoint::DType::kF16 && o.dtype != checkpoint::DType::kF32)
+    return InvalidArgumentError("dtype must be BF16, F16 or F32");
+  {
+    std::ofstream out(dir + "/config.json");
+    out << config.ToJsonText();
+    if (!out) return InternalError(dir + "/config.json: write failed");
+  }
+  std::vector<checkpoint::TensorSpec> specs;
+  for (const auto& t : checkpoint::ExpectedTensors(config)) specs.push_back({t.name, o.dtype, t.shape});
+
+  std::mt19937_64 rng(o.seed);
+  std::normal_distribution<float> normal(0.f, o.init_std);
+  std::vector<float> values;
+  auto fill = [&](const checkpoint::TensorSpec& spec, std::uint8_t* dst) {
+    const std::size_t n = spec.nbytes() / checkpoint::DTypeSize(spec.dtype);
+    values.resize(n);
+    const bool is_norm = spec.shape.size() == 1;
+    for (auto& v : values) v = is_norm ? 1.0f : normal(rng);
+    if (spec.dtype == checkpoint::DType::kF32) {
+      std::memcpy(dst, values.data(), n * 4);
+      return;
+    }
+    auto* out = reinterpret_cast<std::uint16_t*>(dst);
+    for (std::size_t i = 0; i < n; ++i) out[i] = FloatToHalfBits(values[i], spec.dtype);
+  };
+  UNMASK_RETURN_IF_ERROR(checkpoint::WriteShardedCheckpoint(dir, specs, o.shards, fill));
+  if (!o.tokenizer.empty()) {
+    std::filesystem::copy_file(o.tokenizer, dir + "/tokenizer.json", std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return NotFoundError(o.tokenizer + ": cannot copy: " + ec.message());
+  }
+  return OkStatus();
+}
+
+}  // namespace unmask::tools

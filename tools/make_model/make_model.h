@@ -1,0 +1,26 @@
+// Random checkpoints in the exact Hugging Face LLaDA layout, at any size, for tests and
+// benchmarks (real weights cannot be downloaded here).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/checkpoint/dtype.h"
+#include "common/checkpoint/llada_config.h"
+#include "common/util/status.h"
+
+namespace unmask::tools {
+
+struct MakeModelOptions {
+  checkpoint::LladaConfig config;
+  int shards = 2;
+  checkpoint::DType dtype = checkpoint::DType::kBF16;
+  std::uint64_t seed = 0;
+  float init_std = 0.02f;  // LLaDA's init_std
+  std::string tokenizer;   // optional tokenizer.json copied next to the weights
+};
+
+// Writes config.json, the shards and the index into `dir` (created if needed).
+Status MakeModel(const std::string& dir, const MakeModelOptions& options);
+
+}  // namespace unmask::tools

@@ -1,0 +1,125 @@
+#include "tools/unmask_engine/generate_command.h"
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/model/llada_model.h"
+#include "common/sampler/reference_sampler.h"
+
+namespace unmask::cli {
+
+StatusOr<std::vector<std::int64_t>> ParseIdList(const std::string& text) {
+  std::vector<std::int64_t> ids;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::size_t end = comma == std::string::npos ? text.size() : comma;
+    const std::string item = text.substr(start, end - start);
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0)
+      return InvalidArgumentError("--prompt-ids '" + text + "': element " + std::to_string(ids.size()) + " ('" + item +
+                                  "') is not a non-negative integer");
+    ids.push_back(v);
+    if (comma == std::string::npos) return ids;
+    start = comma + 1;
+  }
+}
+
+namespace {
+
+Status BuildPrompts(const GenerateOptions& o, sampler::PromptBatch& prompts) {
+  if (!o.prompt_text.empty() || o.chat)
+    return UnimplementedError("--prompt/--chat need the tokenizer, which is not built into this binary yet");
+  if (o.prompt_ids.empty()) return InvalidArgumentError("give --prompt-ids (one per batch row) or --prompt");
+  for (const auto& row : o.prompt_ids) {
+    UNMASK_ASSIGN_OR_RETURN(auto ids, ParseIdList(row));
+    prompts.ids.push_back(std::move(ids));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) {
+  auto fail = [&](const Status& s) {
+    err << "unmask-engine generate: " << s.ToString() << "\n";
+    return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ||
+                   s.code() == StatusCode::kUnimplemented
+               ? 2
+               : 1;
+  };
+  sampler::GenerationParams params = o.params;
+  auto remasking = sampler::ParseRemasking(o.remasking);
+  if (!remasking.ok()) return fail(remasking.status());
+  params.remasking = *remasking;
+  model::ModelOptions mopts;
+  auto precision = model::ParsePrecision(o.precision);
+  if (!precision.ok()) return fail(precision.status());
+  mopts.precision = *precision;
+  mopts.device = o.device;
+  mopts.attention_query_chunk = o.attention_chunk;
+  sampler::PromptBatch prompts;
+  if (Status s = BuildPrompts(o, prompts); !s.ok()) return fail(s);
+
+  auto model = model::LladaModel::Load(o.model_dir, mopts);
+  if (!model.ok()) return fail(model.status());
+  const auto& config = (*model)->config();
+  params.mask_id = config.mask_token_id;
+  params.eos_id = config.eos_token_id;
+
+  nlohmann::json per_step = nlohmann::json::array();
+  auto result = sampler::ReferenceGenerate(**model, prompts, params, [&](const sampler::StepEvent& ev) {
+    per_step.push_back(ev.positions);
+    return true;
+  });
+  if (!result.ok()) return fail(result.status());
+
+  const double tokens = static_cast<double>(result->output.size() * params.gen_length);
+  if (o.json) {
+    nlohmann::json j = {{"output", result->output},
+                        {"unmasked_per_step", per_step},
+                        {"seconds", result->seconds},
+                        {"tokens_per_second", tokens / result->seconds},
+                        {"sampler", result->sampler}};
+    out << j.dump() << "\n";
+  } else {
+    for (std::size_t r = 0; r < result->output.size(); ++r) {
+      out << "row " << r << ":";
+      for (auto id : result->output[r]) out << " " << id;
+      out << "\n";
+    }
+    out << result->steps_run << " steps, " << result->seconds << " s, " << tokens / result->seconds
+        << " tokens/s (" << result->sampler << ", " << o.precision << ")\n";
+  }
+  return 0;
+}
+
+void AddGenerateCommand(CLI::App& app) {
+  auto opts = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate with the engine in-process on a model directory");
+  cmd->add_option("--model", opts->model_dir, "Hugging Face LLaDA checkpoint directory")->required();
+  cmd->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids, e.g. 1,2,3; repeat for a batch");
+  cmd->add_option("--steps", opts->params.steps, "Diffusion steps in total")->capture_default_str();
+  cmd->add_option("--gen-length", opts->params.gen_length, "Tokens to generate")->capture_default_str();
+  cmd->add_option("--block-length", opts->params.block_length, "Semi-autoregressive block length")->capture_default_str();
+  cmd->add_option("--temperature", opts->params.temperature, "Gumbel noise temperature (0 = greedy)")->capture_default_str();
+  cmd->add_option("--cfg-scale", opts->params.cfg_scale, "Classifier-free guidance scale")->capture_default_str();
+  cmd->add_option("--remasking", opts->remasking, "low_confidence or random")->capture_default_str();
+  cmd->add_flag("--logits-eos-inf", opts->params.logits_eos_inf, "Never sample EOS");
+  cmd->add_flag("--confidence-eos-eot-inf", opts->params.confidence_eos_eot_inf, "EOS/EoT get confidence 0");
+  cmd->add_option("--seed", opts->params.seed, "Seed of the sampling generator")->capture_default_str();
+  cmd->add_option("--precision", opts->precision, "fp32, bf16 or fp16")->capture_default_str();
+  cmd->add_option("--device", opts->device, "cpu or cuda[:N]")->capture_default_str();
+  cmd->add_option("--attention-chunk", opts->attention_chunk, "Query rows per attention chunk (0 = all)")->capture_default_str();
+  cmd->add_flag("--json", opts->json, "Print {\"output\", \"unmasked_per_step\", \"seconds\"} as JSON");
+  cmd->callback([opts]() { throw CLI::RuntimeError(RunGenerate(*opts, std::cout, std::cerr)); });
+}
+
+}  // namespace unmask::cli

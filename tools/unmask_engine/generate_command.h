@@ -1,0 +1,39 @@
+// `unmask-engine generate`: runs the engine in-process on a model directory.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "common/sampler/generation_params.h"
+
+namespace unmask::cli {
+
+struct GenerateOptions {
+  std::string model_dir;
+  std::vector<std::string> prompt_ids;  // one "1,2,3" per batch row
+  std::string prompt_text;              // needs a tokenizer
+  bool chat = false;                    // apply the LLaDA chat template to prompt_text
+  std::string tokenizer;                // default: <model>/tokenizer.json
+  bool stop_at_eos = false;             // cut the text at the first EOS / EoT
+  sampler::GenerationParams params;
+  std::string remasking = "low_confidence";
+  std::string precision = "fp32";
+  std::string device = "cpu";
+  std::int64_t attention_chunk = 0;
+  bool json = false;
+};
+
+// Registers the subcommand; its callback runs RunGenerate and exits with its code.
+void AddGenerateCommand(CLI::App& app);
+
+// Runs one generation and prints it. Returns the process exit code (0 ok, 2 bad input, 1 failure).
+int RunGenerate(const GenerateOptions& options, std::ostream& out, std::ostream& err);
+
+// "1,2,3" -> {1,2,3}; errors name the bad element.
+StatusOr<std::vector<std::int64_t>> ParseIdList(const std::string& text);
+
+}  // namespace unmask::cli
