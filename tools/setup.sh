@@ -18,7 +18,9 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
   # helm chart renderer (tools/helmrender): Helm's template engine from Debian's Go packages
+  # (sprig v3 templates, draft-07 JSON Schema, sigs.k8s.io/yaml), built offline in GOPATH mode
   golang-go golang-github-masterminds-sprig-dev golang-github-xeipuuv-gojsonschema-dev
+  golang-k8s-sigs-yaml-dev
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,203 @@
+{{/* Names ------------------------------------------------------------------------------------ */}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "unmask.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The prefix of every resource name: RELEASE-unmask, RELEASE when it contains the chart name, or fullnameOverride. */}}
+{{- define "unmask.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A component's resource name: (dict "ctx" $ "component" "scheduler") -> RELEASE-unmask-scheduler. */}}
+{{- define "unmask.componentName" -}}
+{{- printf "%s-%s" (include "unmask.fullname" .ctx | trunc 50 | trimSuffix "-") .component -}}
+{{- end -}}
+
+{{/* chart label value: name-version. */}}
+{{- define "unmask.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels ----------------------------------------------------------------------------------- */}}
+
+{{/* Selector labels of the release (add app.kubernetes.io/component per component). */}}
+{{- define "unmask.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "unmask.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels of every resource. */}}
+{{- define "unmask.labels" -}}
+helm.sh/chart: {{ include "unmask.chart" . }}
+{{ include "unmask.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: unmask
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels of a component's resources: (dict "ctx" $ "component" "worker"). */}}
+{{- define "unmask.componentLabels" -}}
+{{ include "unmask.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Selector labels of a component: (dict "ctx" $ "component" "worker"). */}}
+{{- define "unmask.componentSelectorLabels" -}}
+{{ include "unmask.selectorLabels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Images and accounts ---------------------------------------------------------------------- */}}
+
+{{/* An unmask image: (dict "ctx" $ "flavor" "cpu"|"cuda"). */}}
+{{- define "unmask.image" -}}
+{{- $img := index .ctx.Values.image .flavor -}}
+{{- printf "%s:%s" $img.repository (default .ctx.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+
+{{/* The image of the worker pods: CUDA with a GPU, CPU otherwise. */}}
+{{- define "unmask.workerImage" -}}
+{{- include "unmask.image" (dict "ctx" . "flavor" (ternary "cuda" "cpu" .Values.worker.gpu.enabled)) -}}
+{{- end -}}
+
+{{- define "unmask.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "unmask.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod spec fields shared by the unmask pods. */}}
+{{- define "unmask.podCommon" -}}
+serviceAccountName: {{ include "unmask.serviceAccountName" . }}
+automountServiceAccountToken: {{ .Values.serviceAccount.automountToken }}
+terminationGracePeriodSeconds: {{ .Values.terminationGracePeriodSeconds | int64 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Settings --------------------------------------------------------------------------------- */}}
+
+{{/* host:port of Redis, empty for the in-process queue. */}}
+{{- define "unmask.redisAddress" -}}
+{{- if eq .Values.redis.mode "bundled" -}}
+{{- printf "%s:6379" (include "unmask.componentName" (dict "ctx" . "component" "redis")) -}}
+{{- else if eq .Values.redis.mode "external" -}}
+{{- required "redis.external.address is required when redis.mode=external (host:port of your Redis server)" .Values.redis.external.address -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The OTLP endpoint, empty when tracing is off. */}}
+{{- define "unmask.otlpEndpoint" -}}
+{{- if .Values.tracing.enabled -}}
+{{- if .Values.tracing.otlpEndpoint -}}
+{{- .Values.tracing.otlpEndpoint -}}
+{{- else if .Values.jaeger.enabled -}}
+{{- printf "%s:4317" (include "unmask.componentName" (dict "ctx" . "component" "jaeger")) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The model the executors serve: worker.executor.model, or the first preload entry without its precision. */}}
+{{- define "unmask.executorModel" -}}
+{{- $model := .Values.worker.executor.model -}}
+{{- if and (not $model) .Values.worker.loader.preload -}}
+{{- $model = first .Values.worker.loader.preload | splitList ":" | first -}}
+{{- end -}}
+{{- required "worker.executor.model is required when worker.loader.preload is empty (the executors need a model to serve)" $model -}}
+{{- end -}}
+
+{{/* Name of the headless Service that lists the worker pods (executor discovery). */}}
+{{- define "unmask.workerServiceName" -}}
+{{- include "unmask.componentName" (dict "ctx" . "component" "worker") -}}
+{{- end -}}
+
+{{/* --executors-dns value: headless-service:port for every executor index. */}}
+{{- define "unmask.executorsDNS" -}}
+{{- $svc := printf "%s.%s.svc" (include "unmask.workerServiceName" .) .Release.Namespace -}}
+{{- $out := list -}}
+{{- range $i := until (int .Values.worker.executorsPerGpu) -}}
+{{- $out = append $out (printf "%s:%d" $svc (add $.Values.worker.executor.port $i)) -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
+
+{{/* The Secret with the API keys. */}}
+{{- define "unmask.apiKeysSecretName" -}}
+{{- default (include "unmask.componentName" (dict "ctx" . "component" "api-keys")) .Values.scheduler.apiKeys.existingSecret -}}
+{{- end -}}
+
+{{/* gRPC-native probes: (dict "port" N "probes" .Values.x.probes). */}}
+{{- define "unmask.grpcProbes" -}}
+{{- $port := .port | int -}}
+{{- range $i, $kind := list "startup" "liveness" "readiness" }}
+{{- $p := index $.probes $kind }}{{ if $i }}{{ "\n" }}{{ end }}{{ $kind }}Probe:
+  grpc:
+    port: {{ $port }}
+  periodSeconds: {{ $p.periodSeconds | int }}
+  timeoutSeconds: {{ $p.timeoutSeconds | int }}
+  failureThreshold: {{ $p.failureThreshold | int }}
+{{- end }}
+{{- end -}}
+
+{{/* The settings every service reads from the ConfigMap (expanded in args as $(NAME)). */}}
+{{- define "unmask.commonArgs" -}}
+- --otlp-endpoint=$(UNMASK_OTLP_ENDPOINT)
+- --trace-sample-ratio=$(UNMASK_TRACE_SAMPLE_RATIO)
+- --drain-timeout-seconds=$(UNMASK_DRAIN_TIMEOUT_SECONDS)
+{{- end -}}
+
+{{/* Checks --------------------------------------------------------------------------------- */}}
+
+{{/* Cross-field rules the schema cannot state; fails with the chart's own message. */}}
+{{- define "unmask.validate" -}}
+{{- $grace := .Values.terminationGracePeriodSeconds | int -}}
+{{- $drain := .Values.drainTimeoutSeconds | int -}}
+{{- if le $grace $drain -}}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be greater than drainTimeoutSeconds (%d): Kubernetes would kill the services before they finish draining" $grace $drain) -}}
+{{- end -}}
+{{- if and (gt (int .Values.scheduler.replicas) 1) (eq .Values.redis.mode "none") -}}
+{{- fail (printf "scheduler.replicas=%d needs a shared queue: set redis.mode to bundled or external (redis.mode=none keeps jobs inside one scheduler process)" (int .Values.scheduler.replicas)) -}}
+{{- end -}}
+{{- $_ := include "unmask.redisAddress" . -}}
+{{- $_ = include "unmask.executorModel" . -}}
+{{- if eq .Values.models.source "existingClaim" -}}
+{{- $_ = required "models.existingClaim is required when models.source=existingClaim (name of the PersistentVolumeClaim holding the checkpoints)" .Values.models.existingClaim -}}
+{{- else if eq .Values.models.source "hostPath" -}}
+{{- $_ = required "models.hostPath.path is required when models.source=hostPath (directory on the node holding the checkpoints)" .Values.models.hostPath.path -}}
+{{- end -}}
+{{- if and .Values.scheduler.apiKeys.enabled .Values.scheduler.apiKeys.existingSecret -}}
+{{- $_ = required "scheduler.apiKeys.secretKey is required with scheduler.apiKeys.existingSecret" .Values.scheduler.apiKeys.secretKey -}}
+{{- end -}}
+{{- /* The loader and the executors share the pod's network namespace: their ports must differ. */ -}}
+{{- $n := int .Values.worker.executorsPerGpu -}}
+{{- $ports := list (int .Values.worker.loader.port) (int .Values.worker.loader.metricsPort) -}}
+{{- range $i := until $n -}}
+{{- $ports = append $ports (add $.Values.worker.executor.port $i | int) -}}
+{{- $ports = append $ports (add $.Values.worker.executor.metricsPort $i | int) -}}
+{{- end -}}
+{{- if ne (len $ports) (len (uniq $ports)) -}}
+{{- fail (printf "worker ports collide: the loader uses %d and %d, executor i uses worker.executor.port+i and worker.executor.metricsPort+i for i < %d; all must differ inside one pod" (int .Values.worker.loader.port) (int .Values.worker.loader.metricsPort) $n) -}}
+{{- end -}}
+{{- end -}}
