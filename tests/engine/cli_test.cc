@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -99,6 +100,57 @@ TEST(MakeModelCliTest, WritesACheckpointTheEngineGeneratesFrom) {
   CommandResult bad = RunCommand(std::string(MAKE_MODEL_BIN) + " --out " + dir.File("bad") + " --d-model 30 --n-heads 4");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.out, HasSubstr("'d_model' (30) is not divisible by 'n_heads' (4)"));
+}
+
+}  // namespace
+}  // namespace unmask
+
+namespace unmask {
+namespace {
+
+const std::string kLladaLikeTokenizer = unmask::testing::TestDataPath("tokenizers/llada-like.tokenizer.json");
+
+TEST(UnmaskEngineCliTest, ChatPromptIsEncodedWithTheTemplateAndTextIsPrinted) {
+  CommandResult r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") +
+                               " --tokenizer " + kLladaLikeTokenizer +
+                               " --prompt 'Hello there' --chat --steps 8 --gen-length 8 --block-length 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json out = json::parse(r.out);
+  const auto prompt = out["prompt_ids"][0].get<std::vector<std::int64_t>>();
+  ASSERT_GE(prompt.size(), 8u);
+  EXPECT_EQ(prompt[0], 126080);  // <|startoftext|>
+  EXPECT_EQ(prompt[1], 126346);  // <|start_header_id|>
+  // user turn + assistant generation prompt: two headers, one <|eot_id|>, no EOS.
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126346), 2);
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126347), 2);
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126348), 1);
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126081), 0);
+  EXPECT_TRUE(out.contains("text"));
+  EXPECT_EQ(out["output"][0].size(), 8u);
+}
+
+TEST(UnmaskEngineCliTest, PromptWithoutTokenizerIsRefused) {
+  CommandResult r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") +
+                               " --prompt hi");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--prompt needs a tokenizer"));
+  r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") +
+                 " --prompt hi --prompt-ids 1,2 --tokenizer " + kLladaLikeTokenizer);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("either --prompt or --prompt-ids"));
+}
+
+TEST(UnmaskEngineCliTest, TokenizeAndDetokenizeRoundTripThroughTheBinary) {
+  CommandResult ids = RunCommand("printf 'hello <|eot_id|> world' | " + std::string(UNMASK_ENGINE_BIN) +
+                                 " tokenize --special --json --tokenizer " + kLladaLikeTokenizer);
+  ASSERT_EQ(ids.exit_code, 0) << ids.out;
+  const json j = json::parse(ids.out);
+  const auto list = j["ids"].get<std::vector<std::int64_t>>();
+  EXPECT_NE(std::find(list.begin(), list.end(), 126348), list.end()) << "the special token was not parsed";
+  CommandResult text = RunCommand("echo '" + j.dump() + "' | " + std::string(UNMASK_ENGINE_BIN) +
+                                  " detokenize --tokenizer " + kLladaLikeTokenizer);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_EQ(text.out, "hello <|eot_id|> world");
 }
 
 }  // namespace

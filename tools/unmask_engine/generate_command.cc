@@ -1,11 +1,15 @@
 #include "tools/unmask_engine/generate_command.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/model/llada_model.h"
 #include "common/sampler/reference_sampler.h"
+#include "common/tokenizer/chat_template.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace unmask::cli {
 
@@ -34,15 +38,56 @@ StatusOr<std::vector<std::int64_t>> ParseIdList(const std::string& text) {
 
 namespace {
 
-Status BuildPrompts(const GenerateOptions& o, sampler::PromptBatch& prompts) {
-  if (!o.prompt_text.empty() || o.chat)
-    return UnimplementedError("--prompt/--chat need the tokenizer, which is not built into this binary yet");
-  if (o.prompt_ids.empty()) return InvalidArgumentError("give --prompt-ids (one per batch row) or --prompt");
+bool FileExists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// The tokenizer named by --tokenizer, or the model's own tokenizer.json when there is one.
+StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const GenerateOptions& o, bool required) {
+  std::string path = o.tokenizer;
+  if (path.empty()) {
+    path = o.model_dir + "/tokenizer.json";
+    if (!FileExists(path)) {
+      if (required) return InvalidArgumentError("--prompt needs a tokenizer: give --tokenizer FILE (" + path + " does not exist)");
+      return std::unique_ptr<tokenizer::Tokenizer>();
+    }
+  }
+  return tokenizer::Tokenizer::FromFile(path);
+}
+
+Status BuildPrompts(const GenerateOptions& o, const tokenizer::Tokenizer* tok, sampler::PromptBatch& prompts) {
+  const bool has_text = !o.prompt_text.empty();
+  if (has_text == !o.prompt_ids.empty()) return InvalidArgumentError("give either --prompt or --prompt-ids (one per batch row)");
+  if (o.chat && !has_text) return InvalidArgumentError("--chat applies the chat template to --prompt; give --prompt");
+  if (has_text) {
+    std::vector<std::int32_t> ids;
+    if (o.chat) {
+      std::vector<tokenizer::ChatMessage> messages;
+      if (!o.system.empty()) messages.push_back({"system", o.system});
+      messages.push_back({"user", o.prompt_text});
+      UNMASK_ASSIGN_OR_RETURN(ids, tokenizer::EncodeLladaChat(*tok, messages));
+    } else {
+      UNMASK_ASSIGN_OR_RETURN(ids, tok->Encode(o.prompt_text, /*parse_special_tokens=*/true));
+    }
+    prompts.ids.emplace_back(ids.begin(), ids.end());
+    return OkStatus();
+  }
   for (const auto& row : o.prompt_ids) {
     UNMASK_ASSIGN_OR_RETURN(auto ids, ParseIdList(row));
     prompts.ids.push_back(std::move(ids));
   }
   return OkStatus();
+}
+
+// Cuts a row at its first EOS or EoT (the stop token itself is dropped).
+void CutAtStop(std::vector<std::int64_t>& row, const sampler::GenerationParams& p) {
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    if (row[i] == p.eos_id || row[i] == p.eot_id) {
+      row.resize(i);
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -65,8 +110,10 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   mopts.precision = *precision;
   mopts.device = o.device;
   mopts.attention_query_chunk = o.attention_chunk;
+  auto tok = LoadTokenizer(o, /*required=*/!o.prompt_text.empty() || o.chat);
+  if (!tok.ok()) return fail(tok.status());
   sampler::PromptBatch prompts;
-  if (Status s = BuildPrompts(o, prompts); !s.ok()) return fail(s);
+  if (Status s = BuildPrompts(o, tok->get(), prompts); !s.ok()) return fail(s);
 
   auto model = model::LladaModel::Load(o.model_dir, mopts);
   if (!model.ok()) return fail(model.status());
@@ -82,18 +129,38 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   if (!result.ok()) return fail(result.status());
 
   const double tokens = static_cast<double>(result->output.size() * params.gen_length);
+  if (o.stop_at_eos) {
+    for (auto& row : result->output) CutAtStop(row, params);
+  }
+  std::vector<std::string> texts;
+  if (*tok) {
+    for (const auto& row : result->output) {
+      // Like Hugging Face's decode, ids the tokenizer does not know (a model's embedding rows
+      // past the tokenizer's vocabulary) are skipped rather than refused.
+      std::vector<std::int32_t> ids;
+      for (auto id : row) {
+        if (id >= 0 && id <= INT32_MAX && (*tok)->IdToToken(static_cast<std::int32_t>(id))) ids.push_back(static_cast<std::int32_t>(id));
+      }
+      auto text = (*tok)->Decode(ids, /*skip_special_tokens=*/true);
+      if (!text.ok()) return fail(text.status());
+      texts.push_back(*text);
+    }
+  }
   if (o.json) {
     nlohmann::json j = {{"output", result->output},
                         {"unmasked_per_step", per_step},
                         {"seconds", result->seconds},
                         {"tokens_per_second", tokens / result->seconds},
                         {"sampler", result->sampler}};
+    if (!texts.empty()) j["text"] = texts;
+    if (!o.prompt_text.empty()) j["prompt_ids"] = prompts.ids;
     out << j.dump() << "\n";
   } else {
     for (std::size_t r = 0; r < result->output.size(); ++r) {
-      out << "row " << r << ":";
+      out << "row " << r << " ids:";
       for (auto id : result->output[r]) out << " " << id;
       out << "\n";
+      if (r < texts.size()) out << "row " << r << " text: " << texts[r] << "\n";
     }
     out << result->steps_run << " steps, " << result->seconds << " s, " << tokens / result->seconds
         << " tokens/s (" << result->sampler << ", " << o.precision << ")\n";
@@ -106,6 +173,11 @@ void AddGenerateCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate with the engine in-process on a model directory");
   cmd->add_option("--model", opts->model_dir, "Hugging Face LLaDA checkpoint directory")->required();
   cmd->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids, e.g. 1,2,3; repeat for a batch");
+  cmd->add_option("--prompt", opts->prompt_text, "Prompt text (encoded with the tokenizer)");
+  cmd->add_flag("--chat", opts->chat, "Wrap --prompt in the LLaDA Instruct chat template");
+  cmd->add_option("--system", opts->system, "System turn for --chat");
+  cmd->add_option("--tokenizer", opts->tokenizer, "tokenizer.json (default: the model's own)");
+  cmd->add_flag("--stop-at-eos", opts->stop_at_eos, "Cut the output at the first EOS / EoT");
   cmd->add_option("--steps", opts->params.steps, "Diffusion steps in total")->capture_default_str();
   cmd->add_option("--gen-length", opts->params.gen_length, "Tokens to generate")->capture_default_str();
   cmd->add_option("--block-length", opts->params.block_length, "Semi-autoregressive block length")->capture_default_str();

@@ -15,10 +15,11 @@ namespace unmask::cli {
 struct GenerateOptions {
   std::string model_dir;
   std::vector<std::string> prompt_ids;  // one "1,2,3" per batch row
-  std::string prompt_text;              // needs a tokenizer
+  std::string prompt_text;              // encoded with the tokenizer (special tokens parsed)
   bool chat = false;                    // apply the LLaDA chat template to prompt_text
+  std::string system;                   // optional system turn for --chat
   std::string tokenizer;                // default: <model>/tokenizer.json
-  bool stop_at_eos = false;             // cut the text at the first EOS / EoT
+  bool stop_at_eos = false;             // cut ids and text at the first EOS / EoT
   sampler::GenerationParams params;
   std::string remasking = "low_confidence";
   std::string precision = "fp32";

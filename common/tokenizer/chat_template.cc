@@ -1,0 +1,81 @@
+#include "common/tokenizer/chat_template.h"
+
+#include "common/tokenizer/unicode.h"
+#include "common/tokenizer/utf8.h"
+
+namespace unmask::tokenizer {
+namespace {
+
+// Jinja's `trim` filter is Python's str.strip(): Unicode whitespace on both ends. Content that is
+// not valid UTF-8 is left as is here; encoding reports it with its byte offset.
+std::string Trim(const std::string& s) {
+  if (FindInvalidUtf8(s) != kNoInvalidUtf8) return s;
+  size_t begin = 0;
+  size_t end = s.size();
+  while (begin < end) {
+    size_t next = begin;
+    if (!IsWhitespace(NextCodePoint(s, &next))) break;
+    begin = next;
+  }
+  while (end > begin) {
+    size_t prev = end;
+    if (!IsWhitespace(PrevCodePoint(s, &prev))) break;
+    end = prev;
+  }
+  return s.substr(begin, end - begin);
+}
+
+void AppendTurn(const std::string& role, const std::string& content, std::string* out) {
+  *out += llada::kStartHeader;
+  *out += role;
+  *out += llada::kEndHeader;
+  *out += "\n\n";
+  *out += content;
+}
+
+}  // namespace
+
+StatusOr<std::string> ApplyLladaChatTemplate(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  if (messages.empty()) return InvalidArgumentError("chat template: the conversation has no messages");
+  std::string out = llada::kBos;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    const std::string where = "chat template: messages[" + std::to_string(i) + "]";
+    if (m.role == "system") {
+      if (i != 0) return InvalidArgumentError(where + ": a system message is only allowed first");
+    } else if (m.role != "user" && m.role != "assistant") {
+      return InvalidArgumentError(where + ": unknown role '" + m.role + "' (expected user, assistant or system)");
+    }
+    AppendTurn(m.role, Trim(m.content), &out);
+    out += llada::kEot;
+  }
+  if (add_generation_prompt) AppendTurn("assistant", "", &out);
+  return out;
+}
+
+Status CheckLladaSpecialTokens(const Tokenizer& tokenizer) {
+  const std::pair<const char*, int32_t> expected[] = {
+      {llada::kBos, llada::kBosId},         {llada::kEos, llada::kEosId},
+      {llada::kMask, llada::kMaskId},       {llada::kStartHeader, llada::kStartHeaderId},
+      {llada::kEndHeader, llada::kEndHeaderId}, {llada::kEot, llada::kEotId},
+  };
+  for (const auto& [text, id] : expected) {
+    const std::optional<int32_t> actual = tokenizer.TokenToId(text);
+    if (!actual || *actual != id || !tokenizer.IsSpecialToken(id)) {
+      return FailedPreconditionError(tokenizer.source() + ": not a LLaDA tokenizer: '" + text +
+                                     "' should be special token " + std::to_string(id) + " but is " +
+                                     (actual ? "id " + std::to_string(*actual) : std::string("absent")) +
+                                     (actual && !tokenizer.IsSpecialToken(*actual) ? " (not special)" : ""));
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<std::vector<int32_t>> EncodeLladaChat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                               bool add_generation_prompt) {
+  UNMASK_RETURN_IF_ERROR(CheckLladaSpecialTokens(tokenizer));
+  UNMASK_ASSIGN_OR_RETURN(const std::string prompt, ApplyLladaChatTemplate(messages, add_generation_prompt));
+  return tokenizer.Encode(prompt, /*parse_special_tokens=*/true);
+}
+
+}  // namespace unmask::tokenizer

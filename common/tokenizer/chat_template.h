@@ -1,0 +1,60 @@
+// The LLaDA-8B-Instruct chat template, built in (no Jinja). For messages m0..mn it produces
+//
+//   <|startoftext|>                                              (BOS, once, at the very start)
+//   <|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>   (for every message)
+//   <|start_header_id|>assistant<|end_header_id|>\n\n            (if add_generation_prompt)
+//
+// which is what the model's tokenizer_config.json Jinja template renders: later turns carry no
+// BOS, earlier assistant answers end with <|eot_id|> (never <|endoftext|>), and an optional system
+// message comes first, right after the BOS. As in that template (Jinja `| trim`), each content
+// has leading and trailing whitespace removed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/tokenizer/tokenizer.h"
+#include "common/util/status.h"
+
+namespace unmask::tokenizer {
+
+// LLaDA's special tokens and their ids in its tokenizer.json.
+namespace llada {
+inline constexpr char kBos[] = "<|startoftext|>";
+inline constexpr char kEos[] = "<|endoftext|>";
+inline constexpr char kMask[] = "<|mdm_mask|>";
+inline constexpr char kStartHeader[] = "<|start_header_id|>";
+inline constexpr char kEndHeader[] = "<|end_header_id|>";
+inline constexpr char kEot[] = "<|eot_id|>";
+inline constexpr int32_t kBosId = 126080;
+inline constexpr int32_t kEosId = 126081;
+inline constexpr int32_t kMaskId = 126336;
+inline constexpr int32_t kStartHeaderId = 126346;
+inline constexpr int32_t kEndHeaderId = 126347;
+inline constexpr int32_t kEotId = 126348;
+}  // namespace llada
+
+struct ChatMessage {
+  std::string role;  // "user", "assistant" or "system" (system only as the first message)
+  std::string content;
+};
+
+// Renders the template. InvalidArgument for an empty conversation, an unknown role, or a system
+// message anywhere but first; the message names the offending message index.
+StatusOr<std::string> ApplyLladaChatTemplate(const std::vector<ChatMessage>& messages,
+                                             bool add_generation_prompt = true);
+
+// Checks that `tokenizer` maps the six LLaDA special-token strings to their LLaDA ids as
+// special added tokens; FailedPrecondition naming the first mismatch otherwise.
+Status CheckLladaSpecialTokens(const Tokenizer& tokenizer);
+
+// Renders the template and encodes it with special-token parsing on (what
+// `tokenizer(apply_chat_template(...))` does in transformers). Checks the special tokens first so
+// that a wrong tokenizer fails loudly instead of spelling "<|eot_id|>" out as plain text.
+// Note: like the reference, special-token strings typed inside a message's content are parsed
+// as special tokens too.
+StatusOr<std::vector<int32_t>> EncodeLladaChat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                               bool add_generation_prompt = true);
+
+}  // namespace unmask::tokenizer
