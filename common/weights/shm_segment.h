@@ -1,0 +1,64 @@
+// A POSIX shared-memory object, mapped whole (RAII: the mapping is removed on destruction; the
+// name stays until Unlink, and the memory until the last process unmaps it).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/util/status.h"
+
+namespace unmask::weights {
+
+class ShmSegment {
+ public:
+  // Creates a new object (fails with AlreadyExists if the name is taken), sizes it and maps it
+  // read-write. Its tmpfs blocks are reserved up front (posix_fallocate) so that a /dev/shm too
+  // small for the model fails here with ResourceExhausted, not with SIGBUS halfway through a
+  // load. On failure nothing is left behind under `name`.
+  static StatusOr<ShmSegment> Create(const std::string& name, std::size_t bytes, mode_t mode = 0600);
+  // Maps an existing object read-only (PROT_READ, MAP_SHARED).
+  static StatusOr<ShmSegment> OpenReadOnly(const std::string& name);
+
+  // Names are "/" followed by 1..250 characters of [A-Za-z0-9._-] (no other '/', not "."/"..").
+  static Status ValidateName(const std::string& name);
+  // "/unmask-<model>-<pid>-<n>": the model id reduced to [A-Za-z0-9._-] (anything else becomes
+  // '_', at most 96 characters) and n counting the names made by this process.
+  static std::string MakeName(const std::string& model_id);
+  // Removes a name without mapping it (e.g. the segment of a loader that died).
+  static Status UnlinkName(const std::string& name);
+
+  ShmSegment() = default;
+  ShmSegment(ShmSegment&& other) noexcept;
+  ShmSegment& operator=(ShmSegment&& other) noexcept;
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+  ~ShmSegment();
+
+  // Removes the name so that no new process can attach; existing mappings stay valid.
+  Status Unlink();
+
+  bool valid() const { return data_ != nullptr; }
+  const std::string& name() const { return name_; }
+  std::size_t size() const { return size_; }
+  const std::uint8_t* data() const { return data_; }
+  // nullptr for a read-only mapping.
+  std::uint8_t* mutable_data() const { return writable_ ? data_ : nullptr; }
+  bool writable() const { return writable_; }
+  bool unlinked() const { return unlinked_; }
+
+ private:
+  ShmSegment(std::string name, std::uint8_t* data, std::size_t size, bool writable)
+      : name_(std::move(name)), data_(data), size_(size), writable_(writable) {}
+  void Reset();
+
+  std::string name_;
+  std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+  bool writable_ = false;
+  bool unlinked_ = false;
+};
+
+}  // namespace unmask::weights
