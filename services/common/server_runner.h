@@ -1,0 +1,47 @@
+// The lifecycle every service shares (after Triton's): serve with gRPC health and reflection;
+// on the first SIGTERM/SIGINT report NOT_SERVING, stop taking new calls and give in-flight calls
+// up to the drain timeout; a second signal exits at once.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/util/status.h"
+
+namespace unmask::services {
+
+// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts later, so that
+// only WaitForShutdownSignal sees them. Call first thing in main().
+void BlockShutdownSignals();
+
+class ServerRunner {
+ public:
+  explicit ServerRunner(std::string service_name) : service_name_(std::move(service_name)) {}
+
+  void AddService(grpc::Service* service) { services_.push_back(service); }
+  // Starts listening on `address` ("host:port"; port 0 picks a free one). Health reports
+  // NOT_SERVING until SetServing(true).
+  Status Start(const std::string& address);
+  int port() const { return port_; }
+  void SetServing(bool serving);
+
+  // Waits for a shutdown signal (see BlockShutdownSignals), then drains.
+  void WaitForSignalAndDrain(std::chrono::seconds drain_timeout);
+  // Drains now: NOT_SERVING, then Shutdown with the deadline; returns when the server stopped.
+  void Drain(std::chrono::seconds drain_timeout);
+  grpc::Server* server() { return server_.get(); }
+
+ private:
+  std::string service_name_;
+  std::vector<grpc::Service*> services_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace unmask::services

@@ -1,0 +1,113 @@
+#include "services/loader/loader_core.h"
+
+#include <future>
+#include <thread>
+
+#include "common/weights/manifest.h"
+
+namespace unmask::loader {
+
+void LoadBoard::Update(const weights::LoadProgress& progress) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_ = progress;
+    ++version_;
+  }
+  cv_.notify_all();
+}
+
+bool LoadBoard::WaitNewer(std::uint64_t& seen, weights::LoadProgress& out, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return version_ > seen; })) return false;
+  seen = version_;
+  out = latest_;
+  return true;
+}
+
+LoaderCore::LoaderCore(LoaderOptions options)
+    : options_(std::move(options)),
+      registry_([this](const std::string& model_id, const weights::PrecisionSpec& spec) {
+        auto board = BoardFor(model_id);
+        auto load = weights::DirectoryModelLoader(options_.model_roots, [board](const weights::LoadProgress& p) {
+          board->Update(p);
+          return true;
+        });
+        return load(model_id, spec);
+      }) {}
+
+std::shared_ptr<LoadBoard> LoaderCore::BoardFor(const std::string& model_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& board = boards_[model_id];
+  if (!board) board = std::make_shared<LoadBoard>();
+  return board;
+}
+
+StatusOr<weights::PrecisionSpec> LoaderCore::ResolvePrecision(const std::string& precision) const {
+  return weights::PrecisionSpec::Parse(precision.empty() ? options_.default_precision : precision);
+}
+
+StatusOr<weights::ModelInfo> LoaderCore::Load(const std::string& model_id, const std::string& precision,
+                                              const std::function<bool(const weights::LoadProgress&)>& on_progress) {
+  if (model_id.empty()) return InvalidArgumentError("model_id: must not be empty");
+  UNMASK_ASSIGN_OR_RETURN(weights::PrecisionSpec spec, ResolvePrecision(precision));
+  auto board = BoardFor(model_id);
+  // The load runs (or is joined) on its own thread so that this one can stream progress; the
+  // state is shared so that a caller that stops watching does not wait for the load.
+  auto done = std::make_shared<std::promise<StatusOr<std::shared_ptr<const weights::LoadedModel>>>>();
+  auto result = done->get_future();
+  std::thread([this, done, model_id, spec] {
+    done->set_value(registry_.GetOrLoad(model_id, spec));
+  }).detach();
+  std::uint64_t seen = 0;
+  weights::LoadProgress progress;
+  while (result.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+    if (board->WaitNewer(seen, progress, std::chrono::milliseconds(50)) && on_progress && !on_progress(progress))
+      return CancelledError("stopped watching the load of '" + model_id + "'; the load goes on");
+  }
+  auto loaded = result.get();
+  if (!loaded.ok()) return loaded.status();
+  return registry_.Get(model_id);
+}
+
+StatusOr<std::vector<std::string>> LoaderCore::Unload(const std::string& model_id, bool force) {
+  UNMASK_ASSIGN_OR_RETURN(auto notified, registry_.Unload(model_id, force));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& executor : notified) revoked_.insert({model_id, executor});
+  }
+  revoked_cv_.notify_all();
+  return notified;
+}
+
+StatusOr<LoaderCore::Attachment> LoaderCore::Attach(const std::string& model_id, const std::string& executor_id) {
+  if (model_id.empty()) return InvalidArgumentError("model_id: must not be empty");
+  if (executor_id.empty()) return InvalidArgumentError("executor_id: must not be empty");
+  UNMASK_RETURN_IF_ERROR(registry_.Attach(model_id, executor_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    revoked_.erase({model_id, executor_id});
+  }
+  auto info = registry_.Get(model_id);
+  auto model = registry_.GetOrLoad(model_id, info.ok() ? info->precision : weights::PrecisionSpec{});
+  if (!info.ok() || !model.ok()) {
+    (void)registry_.Detach(model_id, executor_id);
+    return info.ok() ? model.status() : info.status();
+  }
+  return Attachment{(*model)->segment.name(), (*model)->manifest.ToJson(), *info};
+}
+
+Status LoaderCore::Detach(const std::string& model_id, const std::string& executor_id) {
+  return registry_.Detach(model_id, executor_id);
+}
+
+bool LoaderCore::WaitRevoked(const std::string& model_id, const std::string& executor_id,
+                             const std::function<bool()>& stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (revoked_.count({model_id, executor_id})) return true;
+    if (stop()) return false;
+    revoked_cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace unmask::loader

@@ -1,0 +1,78 @@
+// The loader's logic, free of gRPC: loads checkpoints found under the model roots into shared
+// memory (one segment per model), lends them to executors with reference counting, and lets
+// several callers watch the same load.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/util/status.h"
+#include "common/weights/model_registry.h"
+#include "common/weights/progressive_loader.h"
+
+namespace unmask::loader {
+
+struct LoaderOptions {
+  std::vector<std::string> model_roots;
+  std::string default_precision = "bf16";
+};
+
+// The latest progress of one model's load, watched by every caller of that load.
+class LoadBoard {
+ public:
+  void Update(const weights::LoadProgress& progress);
+  // Waits up to `timeout` for a version newer than `seen`; on success updates `seen` and `out`.
+  bool WaitNewer(std::uint64_t& seen, weights::LoadProgress& out, std::chrono::milliseconds timeout);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t version_ = 0;
+  weights::LoadProgress latest_;
+};
+
+class LoaderCore {
+ public:
+  explicit LoaderCore(LoaderOptions options);
+
+  // Loads `model_id` (a directory under a model root) or joins the load already under way, and
+  // calls on_progress on this thread for each progress change until the load ends. A callback
+  // returning false stops the watching (Cancelled), not the load, which other callers may share.
+  StatusOr<weights::ModelInfo> Load(const std::string& model_id, const std::string& precision,
+                                    const std::function<bool(const weights::LoadProgress&)>& on_progress);
+  // Refused while attached unless force; with force, returns the executors that were told.
+  StatusOr<std::vector<std::string>> Unload(const std::string& model_id, bool force);
+  std::vector<weights::ModelInfo> List() const { return registry_.List(); }
+  std::uint64_t resident_bytes() const { return registry_.resident_bytes(); }
+
+  struct Attachment {
+    std::string segment_name;
+    std::string manifest_json;
+    weights::ModelInfo model;
+  };
+  StatusOr<Attachment> Attach(const std::string& model_id, const std::string& executor_id);
+  Status Detach(const std::string& model_id, const std::string& executor_id);
+  // Blocks until the attachment is revoked by a forced unload (true) or stop() says so (false).
+  bool WaitRevoked(const std::string& model_id, const std::string& executor_id, const std::function<bool()>& stop);
+
+  StatusOr<weights::PrecisionSpec> ResolvePrecision(const std::string& precision) const;
+
+ private:
+  std::shared_ptr<LoadBoard> BoardFor(const std::string& model_id);
+
+  LoaderOptions options_;
+  weights::ModelRegistry registry_;
+  std::mutex mu_;
+  std::condition_variable revoked_cv_;
+  std::map<std::string, std::shared_ptr<LoadBoard>> boards_;
+  std::set<std::pair<std::string, std::string>> revoked_;  // (model, executor)
+};
+
+}  // namespace unmask::loader

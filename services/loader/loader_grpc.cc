@@ -1,0 +1,110 @@
+#include "services/loader/loader_grpc.h"
+
+#include "common/weights/device_budget.h"
+#include "services/common/grpc_status.h"
+
+namespace unmask::loader {
+namespace {
+
+// The one boundary where anything thrown below becomes a status.
+template <typename Fn>
+grpc::Status Guarded(Fn&& fn) {
+  try {
+    return services::ToGrpcStatus(fn());
+  } catch (const std::exception& e) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string("loader: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void ToProto(const weights::ModelInfo& info, v1::ModelInfo* out) {
+  out->set_model_id(info.model_id);
+  out->set_state(weights::ModelStateName(info.state));
+  out->set_precision(info.precision.ToString());
+  out->set_resident_bytes(info.resident_bytes);
+  for (const auto& e : info.executors) out->add_executors(e);
+  out->set_segment_name(info.segment_name);
+  if (!info.error.ok()) out->set_error(info.error.ToString());
+}
+
+grpc::Status LoaderGrpcService::LoadModel(grpc::ServerContext* ctx, const v1::LoadModelRequest* req,
+                                          grpc::ServerWriter<v1::LoadProgress>* writer) {
+  return Guarded([&]() -> Status {
+    auto info = core_.Load(req->model_id(), req->precision(), [&](const weights::LoadProgress& p) {
+      if (ctx->IsCancelled()) return false;
+      v1::LoadProgress msg;
+      msg.set_phase(weights::LoadPhaseName(p.phase));
+      msg.set_tensors_done(p.tensors_done);
+      msg.set_tensors_total(p.tensors_total);
+      msg.set_bytes_done(p.bytes_done);
+      msg.set_bytes_total(p.bytes_total);
+      msg.set_current_tensor(p.current_tensor);
+      return writer->Write(msg);
+    });
+    if (!info.ok()) return info.status();
+    v1::LoadProgress last;
+    last.set_phase("done");
+    ToProto(*info, last.mutable_model());
+    writer->Write(last);
+    return OkStatus();
+  });
+}
+
+grpc::Status LoaderGrpcService::UnloadModel(grpc::ServerContext*, const v1::UnloadModelRequest* req,
+                                            v1::UnloadModelResponse* resp) {
+  return Guarded([&]() -> Status {
+    if (req->model_id().empty()) return InvalidArgumentError("model_id: must not be empty");
+    UNMASK_ASSIGN_OR_RETURN(auto notified, core_.Unload(req->model_id(), req->force()));
+    for (const auto& e : notified) resp->add_notified_executors(e);
+    return OkStatus();
+  });
+}
+
+grpc::Status LoaderGrpcService::ListModels(grpc::ServerContext*, const v1::ListModelsRequest*,
+                                           v1::ListModelsResponse* resp) {
+  return Guarded([&]() -> Status {
+    for (const auto& info : core_.List()) ToProto(info, resp->add_models());
+    resp->set_resident_bytes(core_.resident_bytes());
+    auto budget = weights::DeviceBudget::ForCpu();
+    if (budget.ok()) {
+      resp->set_budget_bytes(budget->available_bytes());
+      resp->set_budget_source(budget->source());
+    }
+    return OkStatus();
+  });
+}
+
+grpc::Status LoaderGrpcService::AttachModel(grpc::ServerContext* ctx, const v1::AttachModelRequest* req,
+                                            grpc::ServerWriter<v1::AttachEvent>* writer) {
+  return Guarded([&]() -> Status {
+    UNMASK_ASSIGN_OR_RETURN(auto attachment, core_.Attach(req->model_id(), req->executor_id()));
+    v1::AttachEvent attached;
+    attached.set_kind(v1::AttachEvent::ATTACHED);
+    attached.set_segment_name(attachment.segment_name);
+    attached.set_manifest_json(attachment.manifest_json);
+    ToProto(attachment.model, attached.mutable_model());
+    if (!writer->Write(attached)) {
+      (void)core_.Detach(req->model_id(), req->executor_id());
+      return CancelledError("the executor went away before it was attached");
+    }
+    // The stream is the lease: it ends when the executor cancels (or dies), or when a forced
+    // unload revokes the attachment.
+    const bool revoked = core_.WaitRevoked(req->model_id(), req->executor_id(), [&] { return ctx->IsCancelled(); });
+    if (revoked) {
+      v1::AttachEvent ev;
+      ev.set_kind(v1::AttachEvent::REVOKED);
+      writer->Write(ev);
+      return OkStatus();
+    }
+    (void)core_.Detach(req->model_id(), req->executor_id());  // may already be detached explicitly
+    return CancelledError("attachment closed by the executor");
+  });
+}
+
+grpc::Status LoaderGrpcService::DetachModel(grpc::ServerContext*, const v1::DetachModelRequest* req,
+                                            v1::DetachModelResponse*) {
+  return Guarded([&] { return core_.Detach(req->model_id(), req->executor_id()); });
+}
+
+}  // namespace unmask::loader
