@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/checkpoint/llada_config.h"
+#include "common/model/kv_cache.h"
 #include "common/model/llada_weights.h"
 #include "common/model/model_backend.h"
 #include "common/model/model_options.h"
@@ -20,6 +21,10 @@ class LladaModel : public ModelBackend {
   // Opens a Hugging Face checkpoint directory (config.json + safetensors); every error names
   // the file and, where there is one, the tensor.
   static StatusOr<std::unique_ptr<LladaModel>> Load(const std::string& dir, const ModelOptions& options);
+  // Builds the model over a weight segment that the loader holds (see common/weights); the
+  // config comes from the segment's manifest.
+  static StatusOr<std::unique_ptr<LladaModel>> FromSegment(std::shared_ptr<const weights::AttachedModel> segment,
+                                                           const ModelOptions& options);
   LladaModel(checkpoint::LladaConfig config, LladaWeights weights, ModelOptions options, c10::Device device);
 
   at::Tensor Logits(const at::Tensor& input_ids, const at::Tensor& attention_mask) const override;
@@ -31,6 +36,18 @@ class LladaModel : public ModelBackend {
   // ln_f + LM head over hidden rows: [..., d_model] -> [..., V].
   at::Tensor HeadLogits(const at::Tensor& hidden) const;
 
+  // Hidden() with the same operations (so the same result, bit for bit) that also stores every
+  // layer's K/V (after RoPE) and the key-padding bias into *cache, replacing what it held.
+  at::Tensor HiddenFillCache(const at::Tensor& input_ids, const at::Tensor& attention_mask, KvCache* cache) const;
+  // Runs only `segment_ids` ([B, T]), the tokens at absolute positions [offset, offset + T) of
+  // the sequence *cache was filled from: RoPE at those positions, queries attending to the
+  // segment's own new K/V and to the cached K/V of every other position (under the cached
+  // attention mask). Writes the segment's new K/V into the cache at [offset, offset + T).
+  // Returns hidden states before ln_f, [B, T, d_model]. When the segment's tokens and the rest of
+  // the sequence are what the cache was filled with, the result equals
+  // Hidden(full).narrow(1, offset, T) up to floating-point rounding.
+  at::Tensor HiddenSegment(const at::Tensor& segment_ids, std::int64_t offset, KvCache* cache) const;
+
   const ModelOptions& options() const { return options_; }
   const LladaWeights& weights() const { return weights_; }
   at::ScalarType compute_dtype() const;
@@ -38,6 +55,11 @@ class LladaModel : public ModelBackend {
  private:
   at::Tensor Block(const LladaBlockWeights& blk, const at::Tensor& x, const struct RotaryTables& rope,
                    const at::Tensor& key_bias) const;
+  // Block() for the rows at positions [offset, offset + T). fill: K/V of the rows are stored in
+  // *kv (the rows are the whole sequence); otherwise they are written into *kv at
+  // [offset, offset + T) and attention runs over all of *kv.
+  at::Tensor CachedBlock(const LladaBlockWeights& blk, const at::Tensor& x, const struct RotaryTables& rope,
+                         std::int64_t offset, const at::Tensor& key_bias, KvCache::Layer* kv, bool fill) const;
 
   checkpoint::LladaConfig config_;
   LladaWeights weights_;

@@ -2,7 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
+
 #include "common/model/torch_util.h"
+#include "common/weights/weight_view.h"
 
 namespace unmask::model {
 namespace {
@@ -15,6 +18,49 @@ at::ScalarType StoredScalarType(checkpoint::DType dtype) {
   }
 }
 
+using DenseReader = std::function<StatusOr<at::Tensor>(const std::string& name)>;
+using LinearReader = std::function<StatusOr<Linear>(const std::string& name)>;
+
+// Puts the tensors of a LLaDA model together from whatever stores them.
+StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const DenseReader& dense,
+                                const LinearReader& linear) {
+  LladaWeights w;
+  const std::string p = "model.transformer.";
+  UNMASK_ASSIGN_OR_RETURN(w.wte, dense(p + "wte.weight"));
+  for (std::int64_t i = 0; i < config.n_layers; ++i) {
+    const std::string b = p + "blocks." + std::to_string(i) + ".";
+    LladaBlockWeights blk;
+    UNMASK_ASSIGN_OR_RETURN(blk.attn_norm, dense(b + "attn_norm.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.ff_norm, dense(b + "ff_norm.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.q_proj, linear(b + "q_proj.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.k_proj, linear(b + "k_proj.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.v_proj, linear(b + "v_proj.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.attn_out, linear(b + "attn_out.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.ff_proj, linear(b + "ff_proj.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.up_proj, linear(b + "up_proj.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.ff_out, linear(b + "ff_out.weight"));
+    w.blocks.push_back(std::move(blk));
+  }
+  UNMASK_ASSIGN_OR_RETURN(w.ln_f, dense(p + "ln_f.weight"));
+  if (config.weight_tying) {
+    w.lm_head = Linear(w.wte);
+  } else {
+    UNMASK_ASSIGN_OR_RETURN(w.lm_head, linear(p + "ff_out.weight"));
+  }
+  return w;
+}
+
+// A tensor over `data`: a zero-copy view when it already has the compute dtype on CPU.
+at::Tensor TensorOver(const std::uint8_t* data, const std::vector<std::int64_t>& shape, at::ScalarType stored,
+                      at::ScalarType compute, const at::Device& device, bool& is_view) {
+  at::Tensor view = at::from_blob(const_cast<std::uint8_t*>(data), shape, at::TensorOptions().dtype(stored));
+  if (stored == compute && device.is_cpu()) {
+    is_view = true;
+    return view;  // read-only use; the mapping is kept alive by LladaWeights::backing
+  }
+  return view.to(device, compute, /*non_blocking=*/false, /*copy=*/true);
+}
+
 }  // namespace
 
 StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
@@ -24,55 +70,61 @@ StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
   UNMASK_ASSIGN_OR_RETURN(at::Device device, ParseDevice(options.device));
   const at::ScalarType compute = ToScalarType(options.precision);
   bool any_view = false;
-
-  auto read = [&](const std::string& name) -> StatusOr<at::Tensor> {
+  DenseReader dense = [&](const std::string& name) -> StatusOr<at::Tensor> {
     UNMASK_ASSIGN_OR_RETURN(checkpoint::TensorRef ref, ckpt->Find(name));
-    const at::ScalarType stored = StoredScalarType(ref.info->dtype);
-    at::Tensor view = at::from_blob(const_cast<std::uint8_t*>(ref.data()), ref.info->shape,
-                                    at::TensorOptions().dtype(stored));
-    if (stored == compute && device.is_cpu()) {
-      any_view = true;
-      return view;  // read-only use; the mapping is kept alive by `backing`
-    }
-    return view.to(device, compute, /*non_blocking=*/false, /*copy=*/true);
+    return TensorOver(ref.data(), ref.info->shape, StoredScalarType(ref.info->dtype), compute, device, any_view);
   };
-
+  LinearReader linear = [&](const std::string& name) -> StatusOr<Linear> {
+    UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name));
+    return Linear(t);
+  };
   try {
-    LladaWeights w;
-    const std::string p = "model.transformer.";
-    UNMASK_ASSIGN_OR_RETURN(w.wte, read(p + "wte.weight"));
-    for (std::int64_t i = 0; i < config.n_layers; ++i) {
-      const std::string b = p + "blocks." + std::to_string(i) + ".";
-      LladaBlockWeights blk;
-      UNMASK_ASSIGN_OR_RETURN(blk.attn_norm, read(b + "attn_norm.weight"));
-      UNMASK_ASSIGN_OR_RETURN(blk.ff_norm, read(b + "ff_norm.weight"));
-      UNMASK_ASSIGN_OR_RETURN(at::Tensor t, read(b + "q_proj.weight"));
-      blk.q_proj = Linear(t);
-      UNMASK_ASSIGN_OR_RETURN(t, read(b + "k_proj.weight"));
-      blk.k_proj = Linear(t);
-      UNMASK_ASSIGN_OR_RETURN(t, read(b + "v_proj.weight"));
-      blk.v_proj = Linear(t);
-      UNMASK_ASSIGN_OR_RETURN(t, read(b + "attn_out.weight"));
-      blk.attn_out = Linear(t);
-      UNMASK_ASSIGN_OR_RETURN(t, read(b + "ff_proj.weight"));
-      blk.ff_proj = Linear(t);
-      UNMASK_ASSIGN_OR_RETURN(t, read(b + "up_proj.weight"));
-      blk.up_proj = Linear(t);
-      UNMASK_ASSIGN_OR_RETURN(t, read(b + "ff_out.weight"));
-      blk.ff_out = Linear(t);
-      w.blocks.push_back(std::move(blk));
-    }
-    UNMASK_ASSIGN_OR_RETURN(w.ln_f, read(p + "ln_f.weight"));
-    if (config.weight_tying) {
-      w.lm_head = Linear(w.wte);
-    } else {
-      UNMASK_ASSIGN_OR_RETURN(at::Tensor head, read(p + "ff_out.weight"));
-      w.lm_head = Linear(head);
-    }
+    UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, dense, linear));
     if (any_view) w.backing = ckpt;
     return w;
   } catch (const std::exception& e) {
     return InternalError(ckpt->dir() + ": loading weights failed: " + e.what());
+  }
+}
+
+StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig& config,
+                                                   std::shared_ptr<const weights::AttachedModel> segment,
+                                                   const ModelOptions& options) {
+  UNMASK_ASSIGN_OR_RETURN(at::Device device, ParseDevice(options.device));
+  const at::ScalarType compute = ToScalarType(options.precision);
+  bool any_view = false;
+  auto check_shape = [&](const weights::TensorView& v, const std::string& name) -> Status {
+    for (const auto& expected : checkpoint::ExpectedTensors(config)) {
+      if (expected.name == name && expected.shape != v.shape())
+        return DataLossError("segment " + segment->segment().name() + ": tensor '" + name +
+                             "' does not have the shape config.json implies");
+    }
+    return OkStatus();
+  };
+  DenseReader dense = [&](const std::string& name) -> StatusOr<at::Tensor> {
+    UNMASK_ASSIGN_OR_RETURN(weights::TensorView v, segment->Find(name));
+    UNMASK_RETURN_IF_ERROR(check_shape(v, name));
+    if (v.entry->quantized())
+      return UnimplementedError("tensor '" + name + "' is quantized; only linear layers may be");
+    return TensorOver(v.data, v.shape(), StoredScalarType(v.dtype()), compute, device, any_view);
+  };
+  LinearReader linear = [&](const std::string& name) -> StatusOr<Linear> {
+    UNMASK_ASSIGN_OR_RETURN(weights::TensorView v, segment->Find(name));
+    UNMASK_RETURN_IF_ERROR(check_shape(v, name));
+    if (!v.entry->quantized()) {
+      UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name));
+      return Linear(t);
+    }
+    if (!device.is_cpu()) return UnimplementedError("quantized weights on " + device.str() + " are not implemented yet");
+    any_view = true;
+    return Linear::Quantized(v, compute);
+  };
+  try {
+    UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, dense, linear));
+    if (any_view) w.backing = segment;
+    return w;
+  } catch (const std::exception& e) {
+    return InternalError("segment " + segment->segment().name() + ": building weights failed: " + e.what());
   }
 }
 

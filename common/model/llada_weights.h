@@ -12,6 +12,10 @@
 #include "common/model/model_options.h"
 #include "common/util/status.h"
 
+namespace unmask::weights {
+class AttachedModel;
+}
+
 namespace unmask::model {
 
 struct LladaBlockWeights {
@@ -35,5 +39,12 @@ struct LladaWeights {
 StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
                                         std::shared_ptr<const checkpoint::Checkpoint> ckpt,
                                         const ModelOptions& options);
+
+// Builds the weights over a segment the loader holds: 16/32-bit tensors are zero-copy views into
+// the shared memory when their dtype is the compute dtype on CPU (converted copies otherwise),
+// quantized linear layers run from their packed bytes (see Linear).
+StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig& config,
+                                                   std::shared_ptr<const weights::AttachedModel> segment,
+                                                   const ModelOptions& options);
 
 }  // namespace unmask::model

@@ -1,0 +1,195 @@
+#include "common/sampler/fast_sampler.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "common/sampler/block_logits_sampler.h"
+#include "common/sampler/dual_cache_sampler.h"
+#include "common/sampler/parallel_decoding.h"
+#include "common/sampler/prefix_cache_sampler.h"
+#include "common/sampler/sampling_ops.h"
+#include "common/sampler/transfer_schedule.h"
+
+namespace unmask::sampler {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+std::unique_ptr<BlockForward> MakeForward(CacheKind cache, const model::LladaModel& model) {
+  switch (cache) {
+    case CacheKind::kPrefix:
+      return MakePrefixCacheForward(model);
+    case CacheKind::kDual:
+      return MakeDualCacheForward(model);
+    case CacheKind::kNone:
+      break;
+  }
+  return MakeBlockLogitsForward(model);
+}
+
+std::vector<double> ToDoubles(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kCPU, at::kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+}  // namespace
+
+Status ValidateFastOptions(const FastOptions& o) {
+  if (!std::isfinite(o.threshold) || o.threshold < 0)
+    return InvalidArgumentError("threshold must be a finite number >= 0, got " + std::to_string(o.threshold));
+  if (!std::isfinite(o.factor) || o.factor <= 0)
+    return InvalidArgumentError("factor must be a finite number > 0, got " + std::to_string(o.factor));
+  return OkStatus();
+}
+
+const char* FastModeName(CacheKind cache, DecodeRule rule) {
+  static const char* const kNames[3][3] = {
+      {"block_logits", "threshold", "factor"},
+      {"prefix_cache", "prefix_cache+threshold", "prefix_cache+factor"},
+      {"dual_cache", "dual_cache+threshold", "dual_cache+factor"},
+  };
+  return kNames[static_cast<int>(cache)][static_cast<int>(rule)];
+}
+
+StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& raw_prompts,
+                                        const GenerationParams& p, const FastOptions& o, const StepCallback& on_step) {
+  const auto& config = model.config();
+  UNMASK_ASSIGN_OR_RETURN(PromptBatch prompts, NormalizePromptBatch(raw_prompts, config.pad_token_id, config.embedding_size));
+  const std::int64_t batch = static_cast<std::int64_t>(prompts.ids.size());
+  const std::int64_t prompt_len = static_cast<std::int64_t>(prompts.ids[0].size());
+  UNMASK_RETURN_IF_ERROR(ValidateParams(p, config, prompt_len));
+  UNMASK_RETURN_IF_ERROR(ValidateFastOptions(o));
+  const char* name = FastModeName(o.cache, o.rule);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    const at::Device device = model.device();
+    const auto long_opts = at::TensorOptions().dtype(at::kLong).device(device);
+    at::Generator gen = MakeSeededGenerator(device, p.seed);
+
+    const std::int64_t total = prompt_len + p.gen_length;
+    at::Tensor x = at::full({batch, total}, p.mask_id, long_opts);
+    x.narrow(1, 0, prompt_len).copy_(ToTensor(prompts.ids, device));
+    at::Tensor attention_mask;
+    if (!prompts.attention_mask.empty()) {
+      attention_mask = at::cat({ToTensor(prompts.attention_mask, device), at::ones({batch, p.gen_length}, long_opts)}, 1);
+    }
+    const bool cfg = p.cfg_scale > 0;
+    const at::Tensor prompt_index = x.ne(p.mask_id);
+    const at::Tensor model_mask =
+        cfg && attention_mask.defined() ? at::cat({attention_mask, attention_mask}, 0) : attention_mask;
+    const std::int64_t num_blocks = p.gen_length / p.block_length;
+    const std::int64_t steps_per_block = p.steps / num_blocks;
+    const std::int64_t bl = p.block_length;
+    std::unique_ptr<BlockForward> forward = MakeForward(o.cache, model);
+
+    GenerationResult result;
+    result.sampler = name;
+    std::vector<char> done(batch, 0);
+    bool all_done = false;
+    std::int64_t step = 0;
+    for (std::int64_t nb = 0; nb < num_blocks && !all_done; ++nb) {
+      const std::int64_t block_start = prompt_len + nb * bl;
+      const std::int64_t block_end = block_start + bl;
+      at::Tensor xb = x.narrow(1, block_start, bl);  // a view: writes land in x
+      std::vector<std::vector<std::int64_t>> schedule;
+      if (o.rule == DecodeRule::kSchedule) {
+        at::Tensor masked_in_block = xb.eq(p.mask_id).sum(1).cpu();
+        for (std::int64_t r = 0; r < batch; ++r)
+          schedule.push_back(NumTransferTokens(masked_in_block[r].item<std::int64_t>(), steps_per_block));
+      }
+
+      for (std::int64_t i = 0;; ++i) {
+        const at::Tensor mask_index = xb.eq(p.mask_id);  // [B, bl]
+        if (!mask_index.any().item<bool>()) break;
+        if (o.rule == DecodeRule::kSchedule && i >= steps_per_block) break;  // the schedule empties the block first
+
+        at::Tensor model_x = x;
+        if (cfg) model_x = at::cat({x, x.clone().masked_fill_(prompt_index, p.mask_id)}, 0);
+        at::Tensor logits = model.HeadLogits(forward->BlockHidden(model_x, model_mask, block_start, block_end, i));
+        if (cfg) {
+          auto halves = logits.chunk(2, 0);
+          logits = halves[1] + (p.cfg_scale + 1) * (halves[0] - halves[1]);
+        }
+        if (p.logits_eos_inf) logits.select(-1, p.eos_id).fill_(kNegInf);
+        at::Tensor noisy = p.temperature == 0 ? logits : AddGumbelNoise(logits, p.temperature, gen);
+        at::Tensor x0 = noisy.argmax(-1);  // [B, bl]
+        if (p.confidence_eos_eot_inf) {
+          // The reference's `noisy[..., EOS] = logits[..., EoT] = -inf`, aliasing at temperature 0 included.
+          noisy.select(-1, p.eos_id).fill_(kNegInf);
+          logits.select(-1, p.eot_id).fill_(kNegInf);
+        }
+        at::Tensor x0_p;
+        if (p.remasking == Remasking::kLowConfidence) {
+          x0_p = at::softmax(logits, -1).gather(-1, x0.unsqueeze(-1)).squeeze(-1);
+        } else {
+          // The reference's draw shape, so that the generator stream stays the same.
+          x0_p = at::empty({batch, total}, at::TensorOptions().dtype(at::kFloat).device(device))
+                     .uniform_(0, 1, gen)
+                     .narrow(1, block_start, bl);
+        }
+        x0 = at::where(mask_index, x0, xb);
+        // Confidence over the full row (-inf outside the block), so that top-k sees what the
+        // reference's top-k sees.
+        at::Tensor confidence = at::full({batch, total}, kNegInf, x0_p.options());
+        confidence.narrow(1, block_start, bl).copy_(x0_p.masked_fill(mask_index.logical_not(), kNegInf));
+
+        at::Tensor transfer = at::zeros({batch, total}, at::TensorOptions().dtype(at::kBool).device(device));
+        at::Tensor masked_per_row = mask_index.sum(1).cpu();
+        for (std::int64_t r = 0; r < batch; ++r) {
+          const std::int64_t masked = masked_per_row[r].item<std::int64_t>();
+          if (masked == 0) continue;
+          std::int64_t k = 0;
+          if (o.rule == DecodeRule::kSchedule) {
+            k = schedule[r][i];
+          } else {
+            at::Tensor sorted = std::get<0>(confidence[r].narrow(0, block_start, bl).sort(-1, /*descending=*/true));
+            const std::vector<double> c = ToDoubles(sorted.narrow(0, 0, masked));
+            k = o.rule == DecodeRule::kThreshold ? ThresholdCount(c, o.threshold) : FactorCount(c, o.factor);
+          }
+          if (k == 0) continue;
+          at::Tensor picked = std::get<1>(at::topk(confidence[r], k));
+          transfer[r].index_fill_(0, picked, true);
+        }
+        xb.copy_(at::where(transfer.narrow(1, block_start, bl), x0, xb));
+
+        if (o.early_stop) {
+          at::Tensor block_open = xb.eq(p.mask_id).any(1).cpu();
+          at::Tensor last = xb.select(1, bl - 1).cpu();
+          for (std::int64_t r = 0; r < batch; ++r) {
+            if (done[r] || block_open[r].item<bool>() || last[r].item<std::int64_t>() != p.eos_id) continue;
+            done[r] = 1;
+            if (block_end < total) {
+              transfer[r].narrow(0, block_end, total - block_end).fill_(true);
+              x[r].narrow(0, block_end, total - block_end).fill_(p.eos_id);
+            }
+          }
+          all_done = std::all_of(done.begin(), done.end(), [](char d) { return d != 0; });
+        }
+
+        ++result.steps_run;
+        if (on_step) {
+          StepEvent ev = MakeStepEvent(transfer, x, prompt_len);
+          ev.step = step;
+          ev.block = nb;
+          ev.step_in_block = i;
+          ev.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (!on_step(ev)) return CancelledError("generation cancelled after step " + std::to_string(ev.step));
+        }
+        ++step;
+        if (all_done) break;
+      }
+    }
+    result.output = ToRows(x.narrow(1, prompt_len, p.gen_length));
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  } catch (const std::exception& e) {
+    return InternalError(std::string(name) + " sampler: " + e.what());
+  }
+}
+
+}  // namespace unmask::sampler

@@ -1,0 +1,59 @@
+// The fast sampling modes: one loop (this file) shared by every mode, which differ only in how
+// a step gets the current block's hidden states (block_logits_sampler.h, prefix_cache_sampler.h,
+// dual_cache_sampler.h — each header says exactly what it changes relative to the reference)
+// and in the decoding rule (parallel_decoding.h). sampler_registry.h maps mode names to these
+// options.
+//
+// Common to every fast mode, relative to reference_sampler.h:
+//  - Inputs, validation (ValidateParams, the same errors), left padding, classifier-free
+//    guidance, the two EOS switches, remasking, StepEvents and cancellation are the reference's.
+//  - Logits, noise and softmax are computed only for the current block's rows (block_logits).
+//  - rule kSchedule unmasks the reference's per-step counts (steps / num_blocks steps per block);
+//    kThreshold / kFactor decide the count per step and row from the confidences and move on to
+//    the next block when the current one has no masks left (a block takes 1 to block_length
+//    steps; `steps` is then only validated, not used). StepEvent::step counts the steps actually
+//    run; StepEvent::step_in_block restarts at 0 in each block.
+//  - early_stop (default on): after a step, every batch row whose current block has no masks
+//    left and whose block's LAST token is eos_id has every position after the block set to
+//    eos_id — LLaDA pads answers with EOS, so a block ending in EOS means the rest of the row
+//    would be EOS — and takes no further part (it still rides along in the batched forward, its
+//    tokens no longer change). The generation stops when every row is done. The filled positions
+//    are reported in the StepEvent of the step that completed the block, together with the
+//    tokens that step unmasked. An EOS elsewhere in the block (not last) does not stop anything.
+//    With early stop off, or when no block ends in EOS, it changes nothing.
+//  - GenerationResult::sampler is the mode name (FastModeName); steps_run counts forwards.
+//  - LibTorch errors are caught and returned as Internal; a callback returning false ends the
+//    run with Cancelled ("generation cancelled after step N", as the reference).
+#pragma once
+
+#include "common/model/llada_model.h"
+#include "common/sampler/generation_params.h"
+#include "common/sampler/step_event.h"
+#include "common/util/status.h"
+
+namespace unmask::sampler {
+
+enum class CacheKind { kNone, kPrefix, kDual };      // block_logits, prefix_cache, dual_cache
+enum class DecodeRule { kSchedule, kThreshold, kFactor };
+
+struct FastOptions {
+  CacheKind cache = CacheKind::kNone;
+  DecodeRule rule = DecodeRule::kSchedule;
+  double threshold = 0.9;  // kThreshold: unmask every masked block token with confidence >= this
+  double factor = 1.0;     // kFactor: Fast-dLLM's factor f (parallel_decoding.h)
+  bool early_stop = true;
+};
+
+// Refuses a threshold that is not a finite number >= 0 and a factor that is not finite and > 0
+// (both are checked whatever the rule, so a bad value never hides behind another rule).
+Status ValidateFastOptions(const FastOptions& options);
+
+// "block_logits", "prefix_cache", "dual_cache", "threshold", "prefix_cache+threshold", ... —
+// a static string (GenerationResult::sampler points at it).
+const char* FastModeName(CacheKind cache, DecodeRule rule);
+
+StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& prompts,
+                                        const GenerationParams& params, const FastOptions& options,
+                                        const StepCallback& on_step = {});
+
+}  // namespace unmask::sampler

@@ -1,0 +1,55 @@
+// Sampling modes by name, and one entry point that runs any of them.
+//
+//   reference                the official generate() (reference_sampler.h); FastOptions ignored
+//   block_logits             logits/softmax for the current block only (block_logits_sampler.h)
+//   prefix_cache             + prefix KV cache refreshed per block (prefix_cache_sampler.h)
+//   dual_cache               + prefix and suffix KV cache (dual_cache_sampler.h)
+//   threshold, factor        block_logits with a parallel decoding rule (parallel_decoding.h);
+//                            "block_logits+threshold" / "block_logits+factor" are accepted too
+//   prefix_cache+threshold, prefix_cache+factor, dual_cache+threshold, dual_cache+factor
+//
+// The fast modes share the options and semantics of fast_sampler.h (early stop on by default);
+// the reference never stops early, it always runs every step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/model/model_backend.h"
+#include "common/sampler/fast_sampler.h"
+#include "common/sampler/generation_params.h"
+#include "common/sampler/step_event.h"
+#include "common/util/status.h"
+
+namespace unmask::sampler {
+
+enum class SamplerMode {
+  kReference,
+  kBlockLogits,
+  kPrefixCache,
+  kDualCache,
+  kThreshold,
+  kPrefixCacheThreshold,
+  kDualCacheThreshold,
+  kFactor,
+  kPrefixCacheFactor,
+  kDualCacheFactor,
+};
+
+// Every mode, in the order above.
+const std::vector<SamplerMode>& AllSamplerModes();
+StatusOr<SamplerMode> ParseSamplerMode(const std::string& text);  // error lists the names
+const char* SamplerModeName(SamplerMode mode);
+
+// The cache kind and decoding rule of a fast mode (kReference has neither: returns false).
+bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
+
+// Runs `mode`. For a fast mode, options.cache and options.rule are set from the mode (threshold,
+// factor and early_stop are taken from `options`), and the backend must be a model::LladaModel
+// (the fast modes need its hidden states and K/V); any other backend is refused with
+// InvalidArgument. For kReference `options` is ignored.
+StatusOr<GenerationResult> Generate(SamplerMode mode, const model::ModelBackend& model, const PromptBatch& prompts,
+                                    const GenerationParams& params, const FastOptions& options = {},
+                                    const StepCallback& on_step = {});
+
+}  // namespace unmask::sampler
