@@ -1,0 +1,224 @@
+#include "services/executor/executor_core.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/weights/device_budget.h"
+
+namespace unmask::executor {
+namespace {
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::uint64_t ProcessRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+void Fail(Job& job, Status status) {
+  JobEvent ev;
+  ev.kind = JobEvent::Kind::kFailed;
+  ev.status = std::move(status);
+  job.Push(std::move(ev));
+}
+
+}  // namespace
+
+std::string BatchKey(const JobRequest& r) {
+  const auto& p = r.params;
+  if (p.temperature != 0 || p.remasking != sampler::Remasking::kLowConfidence) return "";
+  std::ostringstream key;
+  key << r.prompt_ids.size() << '/' << p.gen_length << '/' << p.block_length << '/' << p.steps << '/' << p.cfg_scale
+      << '/' << p.logits_eos_inf << p.confidence_eos_eot_inf << '/' << static_cast<int>(r.mode) << '/'
+      << r.fast.threshold << '/' << r.fast.factor << '/' << r.fast.early_stop;
+  return key.str();
+}
+
+ExecutorCore::ExecutorCore(std::shared_ptr<const model::LladaModel> model, ExecutorOptions options)
+    : options_(std::move(options)), model_(std::move(model)) {
+  for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ExecutorCore::~ExecutorCore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) w.join();
+  for (auto& job : queue_) Fail(*job, UnavailableError("the executor is shutting down"));
+}
+
+std::shared_ptr<const model::LladaModel> ExecutorCore::model() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return model_;
+}
+
+void ExecutorCore::ReplaceModel(std::shared_ptr<const model::LladaModel> model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  model_ = std::move(model);
+}
+
+StatusOr<std::shared_ptr<Job>> ExecutorCore::Submit(JobRequest request) {
+  auto m = model();
+  if (request.prompt_ids.empty()) return InvalidArgumentError("prompt_ids: must not be empty");
+  sampler::PromptBatch check;
+  check.ids = {request.prompt_ids};
+  UNMASK_RETURN_IF_ERROR(
+      sampler::NormalizePromptBatch(check, m->config().pad_token_id, m->config().embedding_size).status());
+  UNMASK_RETURN_IF_ERROR(
+      sampler::ValidateParams(request.params, m->config(), static_cast<std::int64_t>(request.prompt_ids.size())));
+  UNMASK_RETURN_IF_ERROR(sampler::ValidateFastOptions(request.fast));
+  auto job = std::make_shared<Job>(std::move(request));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return UnavailableError("the executor is shutting down");
+    if (static_cast<int>(queue_.size()) >= options_.max_queued_jobs)
+      return ResourceExhaustedError("executor " + options_.executor_id + ": queue is full (" +
+                                    std::to_string(options_.max_queued_jobs) + " jobs)");
+    queue_.push_back(job);
+  }
+  cv_.notify_one();
+  return job;
+}
+
+std::vector<std::shared_ptr<Job>> ExecutorCore::TakeBatchLocked() {
+  std::vector<std::shared_ptr<Job>> batch{queue_.front()};
+  queue_.pop_front();
+  const std::string key = BatchKey(batch[0]->request());
+  if (key.empty()) return batch;
+  for (auto it = queue_.begin(); it != queue_.end() && static_cast<int>(batch.size()) < options_.max_batch;) {
+    if (BatchKey((*it)->request()) == key) {
+      batch.push_back(*it);
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return batch;
+}
+
+void ExecutorCore::WorkerLoop() {
+  while (true) {
+    std::vector<std::shared_ptr<Job>> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      batch = TakeBatchLocked();
+      running_ += static_cast<int>(batch.size());
+    }
+    RunBatch(batch);
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ -= static_cast<int>(batch.size());
+  }
+}
+
+void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
+  const auto start = Clock::now();
+  std::vector<std::shared_ptr<Job>> batch;
+  for (const auto& job : all) {
+    if (job->cancelled()) {
+      Fail(*job, job->cancel_reason());
+    } else if (start >= job->request().deadline) {
+      Fail(*job, Status(StatusCode::kDeadlineExceeded, "job " + job->request().job_id + ": deadline passed in the queue"));
+    } else {
+      batch.push_back(job);
+    }
+  }
+  if (batch.empty()) return;
+  auto model = this->model();
+  const JobRequest& first = batch[0]->request();
+  sampler::PromptBatch prompts;
+  for (const auto& job : batch) prompts.ids.push_back(job->request().prompt_ids);
+
+  std::vector<double> step_seconds;
+  auto last_step = start;
+  std::vector<bool> live(batch.size(), true);
+  auto on_step = [&](const sampler::StepEvent& ev) {
+    const auto now = Clock::now();
+    step_seconds.push_back(Seconds(now - last_step));
+    last_step = now;
+    bool any_live = false;
+    for (std::size_t r = 0; r < batch.size(); ++r) {
+      if (!live[r]) continue;
+      Job& job = *batch[r];
+      if (!job.cancelled() && now >= job.request().deadline)
+        job.Cancel(Status(StatusCode::kDeadlineExceeded, "job " + job.request().job_id + ": deadline passed after step " +
+                                                             std::to_string(ev.step)));
+      if (job.cancelled()) {
+        live[r] = false;  // its row rides along; the others are not held up
+        Fail(job, job.cancel_reason());
+        continue;
+      }
+      JobEvent out;
+      out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[r], ev.tokens[r], ev.elapsed_seconds};
+      job.Push(std::move(out));
+      any_live = true;
+    }
+    return any_live;
+  };
+  auto result = sampler::Generate(first.mode, *model, prompts, first.params, first.fast, on_step);
+  const double running = Seconds(Clock::now() - start);
+  for (std::size_t r = 0; r < batch.size(); ++r) {
+    if (!live[r]) continue;
+    Job& job = *batch[r];
+    if (!result.ok()) {
+      Fail(job, result.status());
+      continue;
+    }
+    JobEvent done;
+    done.kind = JobEvent::Kind::kCompleted;
+    Completion& c = done.completed;
+    c.ids = result->output[r];
+    c.finish_reason = "length";
+    for (std::size_t i = 0; i < c.ids.size(); ++i) {
+      if (c.ids[i] == first.params.eos_id || c.ids[i] == first.params.eot_id) {
+        c.finish_reason = "eos";
+        if (job.request().stop_at_eos) c.ids.resize(i);
+        break;
+      }
+    }
+    c.sampler = result->sampler;
+    c.steps_run = result->steps_run;
+    c.queued_seconds = Seconds(start - job.submitted());
+    c.running_seconds = running;
+    c.step_seconds = step_seconds;
+    c.batch_size = static_cast<int>(batch.size());
+    job.Push(std::move(done));
+  }
+}
+
+Status ExecutorCore::Warmup() {
+  auto m = model();
+  sampler::PromptBatch prompts;
+  prompts.ids = {{m->config().eos_token_id}};
+  sampler::GenerationParams p;
+  p.gen_length = p.block_length = p.steps = 1;
+  p.mask_id = m->config().mask_token_id;
+  return sampler::Generate(sampler::SamplerMode::kReference, *m, prompts, p).status();
+}
+
+CapacityReport ExecutorCore::Capacity() const {
+  CapacityReport c;
+  c.executor_id = options_.executor_id;
+  c.device = options_.device;
+  auto budget = weights::DeviceBudget::ForCpu();
+  const std::uint64_t available = budget.ok() ? budget->available_bytes() : 0;
+  c.budget_bytes = available > options_.memory_reserve_bytes ? available - options_.memory_reserve_bytes : 0;
+  c.in_use_bytes = ProcessRssBytes();
+  std::lock_guard<std::mutex> lock(mu_);
+  c.running_jobs = running_;
+  c.queued_jobs = static_cast<int>(queue_.size());
+  c.max_concurrent_jobs = static_cast<int>(workers_.size()) * options_.max_batch;
+  c.models = {options_.model_id};
+  c.model_config_json = model_->config().ToJsonText();
+  c.precision = options_.weights_precision;
+  return c;
+}
+
+}  // namespace unmask::executor

@@ -1,0 +1,103 @@
+#include "services/executor/executor_grpc.h"
+
+#include "services/common/grpc_status.h"
+
+namespace unmask::executor {
+
+StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkpoint::LladaConfig& config) {
+  JobRequest r;
+  r.job_id = req.job_id();
+  r.prompt_ids.assign(req.prompt_ids().begin(), req.prompt_ids().end());
+  const auto& in = req.params();
+  auto& p = r.params;
+  p.gen_length = in.has_gen_length() ? in.gen_length() : 128;
+  p.block_length = in.has_block_length() ? in.block_length() : p.gen_length;
+  p.steps = in.has_steps() ? in.steps() : p.gen_length;
+  p.temperature = in.temperature();
+  p.cfg_scale = in.cfg_scale();
+  switch (in.remasking()) {
+    case v1::REMASKING_UNSPECIFIED:
+    case v1::REMASKING_LOW_CONFIDENCE: p.remasking = sampler::Remasking::kLowConfidence; break;
+    case v1::REMASKING_RANDOM: p.remasking = sampler::Remasking::kRandom; break;
+    default: return InvalidArgumentError("params.remasking: unknown value " + std::to_string(in.remasking()));
+  }
+  p.logits_eos_inf = in.logits_eos_inf();
+  p.confidence_eos_eot_inf = in.confidence_eos_eot_inf();
+  p.seed = in.seed();
+  p.mask_id = config.mask_token_id;
+  p.eos_id = config.eos_token_id;
+  auto mode = sampler::ParseSamplerMode(in.sampler().empty() ? "reference" : in.sampler());
+  if (!mode.ok()) return mode.status().WithContext("params.sampler");
+  r.mode = *mode;
+  if (in.threshold() != 0) r.fast.threshold = in.threshold();
+  if (in.factor() != 0) r.fast.factor = in.factor();
+  r.stop_at_eos = in.stop_at_eos();
+  return r;
+}
+
+grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunRequest* req,
+                                      grpc::ServerWriter<v1::RunEvent>* writer) {
+  try {
+    if (req->model_id() != model_id_)
+      return services::ToGrpcStatus(NotFoundError("model_id: this executor serves '" + model_id_ + "', not '" +
+                                                   req->model_id() + "'"));
+    auto request = JobRequestFromProto(*req, core_.model()->config());
+    if (!request.ok()) return services::ToGrpcStatus(request.status());
+    if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
+      request->deadline = Clock::now() + (ctx->deadline() - std::chrono::system_clock::now());
+    }
+    auto job = core_.Submit(std::move(*request));
+    if (!job.ok()) return services::ToGrpcStatus(job.status());
+    JobEvent ev;
+    while (true) {
+      if (ctx->IsCancelled()) {
+        (*job)->Cancel();
+        return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+      }
+      if (!(*job)->Next(ev, std::chrono::milliseconds(50))) continue;
+      v1::RunEvent out;
+      if (ev.kind == JobEvent::Kind::kFailed) return services::ToGrpcStatus(ev.status);
+      if (ev.kind == JobEvent::Kind::kStep) {
+        auto* s = out.mutable_step();
+        s->set_step(ev.step.step);
+        s->set_block(ev.step.block);
+        s->set_step_in_block(ev.step.step_in_block);
+        s->set_elapsed_seconds(ev.step.elapsed_seconds);
+        for (auto pos : ev.step.positions) s->mutable_unmasked()->add_positions(pos);
+        for (auto tok : ev.step.tokens) s->mutable_unmasked()->add_tokens(tok);
+        if (!writer->Write(out)) (*job)->Cancel();
+        continue;
+      }
+      auto* c = out.mutable_completed();
+      for (auto id : ev.completed.ids) c->add_ids(id);
+      c->set_sampler(ev.completed.sampler);
+      c->set_steps_run(ev.completed.steps_run);
+      c->set_queued_seconds(ev.completed.queued_seconds);
+      c->set_running_seconds(ev.completed.running_seconds);
+      for (double s : ev.completed.step_seconds) c->add_step_seconds(s);
+      c->set_finish_reason(ev.completed.finish_reason);
+      c->set_batch_size(ev.completed.batch_size);
+      writer->Write(out);
+      return grpc::Status::OK;
+    }
+  } catch (const std::exception& e) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string("executor: ") + e.what());
+  }
+}
+
+grpc::Status ExecutorGrpcService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest*, v1::Capacity* resp) {
+  const CapacityReport c = core_.Capacity();
+  resp->set_executor_id(c.executor_id);
+  resp->set_device(c.device);
+  resp->set_budget_bytes(c.budget_bytes);
+  resp->set_in_use_bytes(c.in_use_bytes);
+  resp->set_running_jobs(c.running_jobs);
+  resp->set_queued_jobs(c.queued_jobs);
+  resp->set_max_concurrent_jobs(c.max_concurrent_jobs);
+  for (const auto& m : c.models) resp->add_models(m);
+  resp->set_model_config_json(c.model_config_json);
+  resp->set_precision(c.precision);
+  return grpc::Status::OK;
+}
+
+}  // namespace unmask::executor

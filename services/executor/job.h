@@ -1,0 +1,85 @@
+// One generation job inside an executor: its request, and the queue of events its caller reads
+// (one per step, then completed or failed). gRPC-free.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/sampler/fast_sampler.h"
+#include "common/sampler/generation_params.h"
+#include "common/sampler/sampler_registry.h"
+#include "common/util/status.h"
+
+namespace unmask::executor {
+
+using Clock = std::chrono::steady_clock;
+
+struct JobRequest {
+  std::string job_id;
+  std::vector<std::int64_t> prompt_ids;
+  sampler::GenerationParams params;
+  sampler::SamplerMode mode = sampler::SamplerMode::kReference;
+  sampler::FastOptions fast;
+  bool stop_at_eos = false;
+  Clock::time_point deadline = Clock::time_point::max();
+};
+
+struct StepUpdate {
+  std::int64_t step = 0, block = 0, step_in_block = 0;
+  std::vector<std::int64_t> positions, tokens;
+  double elapsed_seconds = 0;
+};
+
+struct Completion {
+  std::vector<std::int64_t> ids;
+  std::string sampler;
+  std::int64_t steps_run = 0;
+  double queued_seconds = 0, running_seconds = 0;
+  std::vector<double> step_seconds;
+  std::string finish_reason;  // "length" or "eos"
+  int batch_size = 1;          // how many jobs shared the forward passes
+};
+
+struct JobEvent {
+  enum class Kind { kStep, kCompleted, kFailed } kind = Kind::kStep;
+  StepUpdate step;
+  Completion completed;
+  Status status;
+};
+
+class Job {
+ public:
+  explicit Job(JobRequest request) : request_(std::move(request)), submitted_(Clock::now()) {}
+
+  const JobRequest& request() const { return request_; }
+  Clock::time_point submitted() const { return submitted_; }
+
+  // Caller side: waits up to `timeout` for the next event; false on timeout.
+  bool Next(JobEvent& out, std::chrono::milliseconds timeout);
+  // Stops the job at its next step (it then fails with `why`).
+  void Cancel(Status why = CancelledError("cancelled by the client"));
+  bool cancelled() const { return cancelled_.load(); }
+  Status cancel_reason() const;
+
+  // Worker side.
+  void Push(JobEvent event);
+  bool finished() const { return finished_.load(); }
+
+ private:
+  JobRequest request_;
+  Clock::time_point submitted_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> finished_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<JobEvent> events_;
+  Status cancel_reason_;
+};
+
+}  // namespace unmask::executor

@@ -1,0 +1,76 @@
+#include "services/executor/loader_client.h"
+
+#include "services/common/grpc_status.h"
+
+namespace unmask::executor {
+
+LoaderLease::~LoaderLease() {
+  if (ctx_) ctx_->TryCancel();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+namespace {
+
+// One attempt: load (or join the load) and attach. Unavailable when the loader is unreachable.
+Status TryAttach(v1::Loader::Stub& stub, const std::string& model_id,
+                 const std::string& precision, const std::string& executor_id, grpc::ClientContext& attach_ctx,
+                 std::unique_ptr<grpc::ClientReader<v1::AttachEvent>>& reader, v1::AttachEvent& first) {
+  {
+    grpc::ClientContext ctx;
+    ctx.set_wait_for_ready(false);
+    v1::LoadModelRequest req;
+    req.set_model_id(model_id);
+    req.set_precision(precision);
+    auto load = stub.LoadModel(&ctx, req);
+    v1::LoadProgress p;
+    while (load->Read(&p)) {
+    }
+    grpc::Status s = load->Finish();
+    // FAILED_PRECONDITION: already loaded with another precision; attach to what is there.
+    if (!s.ok() && s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return services::FromGrpcStatus(s);
+  }
+  v1::AttachModelRequest req;
+  req.set_model_id(model_id);
+  req.set_executor_id(executor_id);
+  reader = stub.AttachModel(&attach_ctx, req);
+  if (!reader->Read(&first) || first.kind() != v1::AttachEvent::ATTACHED) {
+    return services::FromGrpcStatus(reader->Finish()).WithContext("attach to '" + model_id + "'");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& loader_address,
+                                                             const std::string& model_id, const std::string& precision,
+                                                             const std::string& executor_id,
+                                                             std::chrono::seconds timeout) {
+  std::unique_ptr<LoaderLease> lease(new LoaderLease());
+  lease->stub_ = v1::Loader::NewStub(grpc::CreateChannel(loader_address, grpc::InsecureChannelCredentials()));
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  v1::AttachEvent first;
+  Status last;
+  while (true) {
+    lease->ctx_ = std::make_unique<grpc::ClientContext>();
+    last = TryAttach(*lease->stub_, model_id, precision, executor_id, *lease->ctx_, lease->reader_, first);
+    if (last.ok()) break;
+    if (last.code() != StatusCode::kUnavailable || std::chrono::steady_clock::now() >= give_up) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  auto attached = weights::AttachedModel::Attach(first.segment_name());
+  if (!attached.ok()) return attached.status();
+  lease->model_ = std::make_shared<weights::AttachedModel>(std::move(*attached));
+  lease->precision_ = first.model().precision();
+  LoaderLease* raw = lease.get();
+  lease->watcher_ = std::thread([raw] {
+    v1::AttachEvent ev;
+    while (raw->reader_->Read(&ev)) {
+      if (ev.kind() == v1::AttachEvent::REVOKED) raw->revoked_ = true;
+    }
+    raw->reader_->Finish();
+    raw->lost_ = true;
+  });
+  return lease;
+}
+
+}  // namespace unmask::executor

@@ -1,0 +1,44 @@
+// The executor's side of the loader: asks for a model (the load is idempotent), attaches, and
+// holds the attachment stream open as a lease; reports when the lease ends (loader gone, or a
+// forced unload) so that the executor re-attaches.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/util/status.h"
+#include "common/weights/weight_view.h"
+#include "unmask/v1/loader.grpc.pb.h"
+
+namespace unmask::executor {
+
+class LoaderLease {
+ public:
+  ~LoaderLease();
+  // Loads (idempotent) and attaches, retrying until `timeout` while the loader is unreachable.
+  static StatusOr<std::unique_ptr<LoaderLease>> Acquire(const std::string& loader_address, const std::string& model_id,
+                                                        const std::string& precision, const std::string& executor_id,
+                                                        std::chrono::seconds timeout);
+  std::shared_ptr<const weights::AttachedModel> model() const { return model_; }
+  const std::string& precision() const { return precision_; }
+  // True once the attachment ended: revoked by a forced unload, or the loader went away.
+  bool lost() const { return lost_.load(); }
+  bool revoked() const { return revoked_.load(); }
+
+ private:
+  LoaderLease() = default;
+  std::unique_ptr<v1::Loader::Stub> stub_;
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::AttachEvent>> reader_;
+  std::shared_ptr<const weights::AttachedModel> model_;
+  std::string precision_;
+  std::thread watcher_;
+  std::atomic<bool> lost_{false}, revoked_{false};
+};
+
+}  // namespace unmask::executor

@@ -1,0 +1,278 @@
+// Loader + executor over real gRPC on port 0 with the golden checkpoint: golden outputs and
+// per-step events through Run, cancellation, deadlines, batching, bad requests, capacity.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "services/common/server_runner.h"
+#include "services/executor/executor_core.h"
+#include "services/executor/executor_grpc.h"
+#include "services/executor/loader_client.h"
+#include "services/loader/loader_core.h"
+#include "services/loader/loader_grpc.h"
+#include "tests/engine/temp_checkpoint.h"
+#include "tests/engine/test_paths.h"
+
+namespace unmask::executor {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct RunOutcome {
+  grpc::Status status;
+  std::vector<v1::StepEvent> steps;
+  v1::RunCompleted completed;
+};
+
+class ExecutorServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new unmask::testing::TempDir();
+    fs::create_directories(root_->File("tiny-llada"));
+    for (const auto& f : fs::directory_iterator(unmask::testing::TestDataPath("tiny-llada")))
+      fs::copy_file(f.path(), root_->File("tiny-llada/" + f.path().filename().string()));
+    loader::LoaderOptions lo;
+    lo.model_roots = {root_->path()};
+    loader_core_ = new loader::LoaderCore(lo);
+    loader_service_ = new loader::LoaderGrpcService(*loader_core_);
+    loader_runner_ = new services::ServerRunner("Loader");
+    loader_runner_->AddService(loader_service_);
+    ASSERT_TRUE(loader_runner_->Start("127.0.0.1:0").ok());
+    loader_runner_->SetServing(true);
+
+    auto lease = LoaderLease::Acquire("127.0.0.1:" + std::to_string(loader_runner_->port()), "tiny-llada", "bf16",
+                                      "executor-test", std::chrono::seconds(10));
+    ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+    lease_ = lease->release();
+    auto model = model::LladaModel::FromSegment(lease_->model(), model::ModelOptions{});  // fp32, as the golden file
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    ExecutorOptions eo;
+    eo.executor_id = "executor-test";
+    eo.model_id = "tiny-llada";
+    eo.max_batch = 4;
+    eo.weights_precision = lease_->precision();
+    core_ = new ExecutorCore(std::shared_ptr<const model::LladaModel>(std::move(*model)), eo);
+    ASSERT_TRUE(core_->Warmup().ok());
+    service_ = new ExecutorGrpcService(*core_, "tiny-llada");
+    runner_ = new services::ServerRunner("Executor");
+    runner_->AddService(service_);
+    ASSERT_TRUE(runner_->Start("127.0.0.1:0").ok());
+    runner_->SetServing(true);
+    stub_ = v1::Executor::NewStub(
+                grpc::CreateChannel("127.0.0.1:" + std::to_string(runner_->port()), grpc::InsecureChannelCredentials()))
+                .release();
+  }
+  static void TearDownTestSuite() {
+    runner_->Drain(std::chrono::seconds(1));
+    delete stub_;
+    delete service_;
+    delete core_;
+    delete runner_;
+    delete lease_;
+    loader_runner_->Drain(std::chrono::seconds(1));
+    (void)loader_core_->Unload("tiny-llada", true);
+    delete loader_service_;
+    delete loader_runner_;
+    delete loader_core_;
+    delete root_;
+  }
+
+  static v1::RunRequest Request(const std::vector<std::int64_t>& prompt, int gen, int block, int steps) {
+    v1::RunRequest req;
+    req.set_job_id("job");
+    req.set_model_id("tiny-llada");
+    for (auto id : prompt) req.add_prompt_ids(id);
+    req.mutable_params()->set_gen_length(gen);
+    req.mutable_params()->set_block_length(block);
+    req.mutable_params()->set_steps(steps);
+    return req;
+  }
+
+  static RunOutcome Run(const v1::RunRequest& req, grpc::ClientContext* ctx = nullptr) {
+    grpc::ClientContext local;
+    if (ctx == nullptr) ctx = &local;
+    RunOutcome out;
+    auto reader = stub_->Run(ctx, req);
+    v1::RunEvent ev;
+    while (reader->Read(&ev)) {
+      if (ev.has_step()) out.steps.push_back(ev.step());
+      if (ev.has_completed()) out.completed = ev.completed();
+    }
+    out.status = reader->Finish();
+    return out;
+  }
+
+  static unmask::testing::TempDir* root_;
+  static loader::LoaderCore* loader_core_;
+  static loader::LoaderGrpcService* loader_service_;
+  static services::ServerRunner* loader_runner_;
+  static LoaderLease* lease_;
+  static ExecutorCore* core_;
+  static ExecutorGrpcService* service_;
+  static services::ServerRunner* runner_;
+  static v1::Executor::Stub* stub_;
+};
+unmask::testing::TempDir* ExecutorServiceTest::root_ = nullptr;
+loader::LoaderCore* ExecutorServiceTest::loader_core_ = nullptr;
+loader::LoaderGrpcService* ExecutorServiceTest::loader_service_ = nullptr;
+services::ServerRunner* ExecutorServiceTest::loader_runner_ = nullptr;
+LoaderLease* ExecutorServiceTest::lease_ = nullptr;
+ExecutorCore* ExecutorServiceTest::core_ = nullptr;
+ExecutorGrpcService* ExecutorServiceTest::service_ = nullptr;
+services::ServerRunner* ExecutorServiceTest::runner_ = nullptr;
+v1::Executor::Stub* ExecutorServiceTest::stub_ = nullptr;
+
+TEST_F(ExecutorServiceTest, RunStreamsTheGoldenStepsAndOutput) {
+  std::ifstream in(unmask::testing::TestDataPath("tiny-llada.golden.json"));
+  const json golden = json::parse(in);
+  for (int index : {0, 1, 2, 6, 7, 8}) {  // blocks, several tokens per step, cfg, temperature, random
+    const json& c = golden["cases"][index];
+    v1::RunRequest req = Request(c["prompt"][0].get<std::vector<std::int64_t>>(), c["gen_length"], c["block_length"], c["steps"]);
+    auto* p = req.mutable_params();
+    p->set_temperature(c["temperature"]);
+    p->set_cfg_scale(c["cfg_scale"]);
+    p->set_remasking(c["remasking"] == "random" ? v1::REMASKING_RANDOM : v1::REMASKING_LOW_CONFIDENCE);
+    p->set_seed(c["seed"]);
+    RunOutcome r = Run(req);
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    const auto expected = c["output"][0].get<std::vector<std::int64_t>>();
+    EXPECT_EQ(std::vector<std::int64_t>(r.completed.ids().begin(), r.completed.ids().end()), expected) << "case " << index;
+    ASSERT_EQ(r.steps.size(), c["unmasked_per_step"].size()) << "case " << index;
+    for (std::size_t s = 0; s < r.steps.size(); ++s) {
+      const auto positions = c["unmasked_per_step"][s][0].get<std::vector<std::int64_t>>();
+      EXPECT_EQ(std::vector<std::int64_t>(r.steps[s].unmasked().positions().begin(), r.steps[s].unmasked().positions().end()),
+                positions) << "case " << index << " step " << s;
+      EXPECT_EQ(r.steps[s].step(), static_cast<std::int64_t>(s));
+      for (int k = 0; k < r.steps[s].unmasked().tokens_size(); ++k)
+        EXPECT_EQ(r.steps[s].unmasked().tokens(k), expected[r.steps[s].unmasked().positions(k)]);
+    }
+    EXPECT_EQ(r.completed.sampler(), "reference");
+    EXPECT_EQ(r.completed.step_seconds_size(), c["steps"].get<int>());
+  }
+}
+
+TEST_F(ExecutorServiceTest, CancellingTheCallStopsTheJob) {
+  grpc::ClientContext ctx;
+  auto reader = stub_->Run(&ctx, Request({1, 2, 3}, 64, 64, 64));
+  v1::RunEvent ev;
+  ASSERT_TRUE(reader->Read(&ev));
+  ASSERT_TRUE(reader->Read(&ev));
+  ctx.TryCancel();
+  while (reader->Read(&ev)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The job stops at its next step; the executor is free again.
+  for (int i = 0; i < 100 && core_->Capacity().running_jobs > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(core_->Capacity().running_jobs, 0);
+  EXPECT_TRUE(Run(Request({1, 2}, 8, 8, 8)).status.ok());
+}
+
+TEST_F(ExecutorServiceTest, APassedDeadlineStopsTheJob) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  RunOutcome r = Run(Request({1, 2, 3}, 256, 256, 256), &ctx);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_LT(r.steps.size(), 256u);
+}
+
+TEST_F(ExecutorServiceTest, BatchedJobsEqualTheSameJobsRunAlone) {
+  // A long job occupies the worker so that the next four queue up and run as one batch.
+  auto blocker = core_->Submit(*JobRequestFromProto(Request({7, 7, 7}, 32, 32, 32), core_->model()->config()));
+  ASSERT_TRUE(blocker.ok());
+  const std::vector<std::vector<std::int64_t>> prompts = {{10, 11, 12, 13}, {20, 21, 22, 23}, {30, 31, 32, 33}, {40, 41, 42, 43}};
+  std::vector<std::future<RunOutcome>> batched;
+  for (const auto& p : prompts) batched.push_back(std::async(std::launch::async, [p] { return Run(Request(p, 16, 8, 16)); }));
+  std::vector<RunOutcome> together;
+  for (auto& f : batched) together.push_back(f.get());
+  int max_batch = 0;
+  for (const auto& r : together) {
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    max_batch = std::max(max_batch, r.completed.batch_size());
+  }
+  EXPECT_GT(max_batch, 1) << "the concurrent jobs were not batched";
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    RunOutcome alone = Run(Request(prompts[i], 16, 8, 16));
+    ASSERT_TRUE(alone.status.ok());
+    EXPECT_EQ(alone.completed.batch_size(), 1);
+    EXPECT_EQ(std::vector<std::int64_t>(together[i].completed.ids().begin(), together[i].completed.ids().end()),
+              std::vector<std::int64_t>(alone.completed.ids().begin(), alone.completed.ids().end()))
+        << "prompt " << i;
+    ASSERT_EQ(together[i].steps.size(), alone.steps.size());
+    for (std::size_t s = 0; s < alone.steps.size(); ++s)
+      EXPECT_EQ(together[i].steps[s].unmasked().positions_size(), alone.steps[s].unmasked().positions_size());
+  }
+  JobEvent ev;
+  while ((*blocker)->Next(ev, std::chrono::seconds(30)) && ev.kind == JobEvent::Kind::kStep) {
+  }
+}
+
+TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
+  v1::RunRequest req = Request({1, 2}, 16, 8, 16);
+  req.set_model_id("other-model");
+  RunOutcome r = Run(req);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("model_id"));
+
+  r = Run(Request({1, 2}, 12, 8, 16));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("gen_length (12) must be divisible by block_length (8)"));
+
+  r = Run(Request({}, 8, 8, 8));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("prompt_ids"));
+
+  r = Run(Request({1, 999999}, 8, 8, 8));
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("token id 999999"));
+
+  req = Request({1, 2}, 8, 8, 8);
+  req.mutable_params()->set_sampler("warp_speed");
+  r = Run(req);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("params.sampler"));
+
+  req = Request({1, 2}, 8, 8, 8);
+  req.mutable_params()->set_temperature(-1);
+  EXPECT_THAT(Run(req).status.error_message(), HasSubstr("temperature"));
+  req = Request({1, 2}, 8, 8, 8);
+  req.mutable_params()->set_remasking(static_cast<v1::Remasking>(42));
+  EXPECT_THAT(Run(req).status.error_message(), HasSubstr("params.remasking"));
+  req = Request({1, 2}, 8, 8, 8);
+  req.mutable_params()->set_sampler("threshold");
+  req.mutable_params()->set_threshold(-0.5);
+  EXPECT_EQ(Run(req).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ExecutorServiceTest, FastModeRunsThroughTheService) {
+  v1::RunRequest req = Request({1, 2, 3, 4}, 16, 8, 16);
+  req.mutable_params()->set_sampler("dual_cache+threshold");
+  RunOutcome r = Run(req);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.completed.sampler(), "dual_cache+threshold");
+  EXPECT_EQ(r.completed.ids_size() > 0, true);
+}
+
+TEST_F(ExecutorServiceTest, CapacityReportsBudgetAndModel) {
+  grpc::ClientContext ctx;
+  v1::Capacity cap;
+  ASSERT_TRUE(stub_->GetCapacity(&ctx, v1::GetCapacityRequest(), &cap).ok());
+  EXPECT_EQ(cap.executor_id(), "executor-test");
+  EXPECT_GT(cap.budget_bytes(), 0u);
+  EXPECT_GT(cap.in_use_bytes(), 0u);
+  EXPECT_EQ(cap.max_concurrent_jobs(), 4);
+  ASSERT_EQ(cap.models_size(), 1);
+  EXPECT_EQ(cap.models(0), "tiny-llada");
+  EXPECT_EQ(cap.precision(), "bf16");
+  EXPECT_THAT(cap.model_config_json(), HasSubstr("\"d_model\": 64"));
+}
+
+}  // namespace
+}  // namespace unmask::executor
