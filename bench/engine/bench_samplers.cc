@@ -6,7 +6,7 @@
 //
 //   bench_samplers [--model DIR] [--gen-length 256] [--block-length 32] [--steps 256]
 //                  [--prompt-length 32] [--precision bf16] [--modes all] [--threshold 0.9]
-//                  [--factor 1.0] [--confident-scale 40] [--confident-modes LIST]
+//                  [--factor 1.0] [--confident-scale 40] [--confident-modes LIST] [--trace]
 //                  [--doc docs/benchmarks.md]
 // Without --model a random ~150M-parameter LLaDA-layout model (d_model 512, 8 layers, 8 heads,
 // MLP 1408, vocab 126464) is written to a temp directory first.
@@ -45,7 +45,8 @@ struct Args {
   std::string precision = "bf16";
   std::string modes = "all";
   std::string confident_modes =
-      "reference,dual_cache,threshold,prefix_cache+threshold,dual_cache+threshold,factor,dual_cache+factor";
+      "reference,dual_cache,threshold,prefix_cache+threshold,dual_cache+threshold,factor,prefix_cache+factor,"
+      "dual_cache+factor";
   double threshold = 0.9, factor = 1.0, confident_scale = 40;
   std::string doc;
   bool trace = false;
@@ -103,7 +104,12 @@ std::string RunTable(const model::LladaModel& m, const Args& a, const std::vecto
       if (a.trace) counts += (ev.step_in_block == 0 && ev.step > 0 ? " | " : " ") + std::to_string(ev.positions[0].size());
       return true;
     });
-    if (a.trace) std::cerr << sampler::SamplerModeName(mode) << " tokens per step:" << counts << "\n";
+    if (a.trace) {
+      std::cerr << sampler::SamplerModeName(mode) << " tokens per step:" << counts << "\n  output:";
+      if (r.ok())
+        for (auto id : r->output[0]) std::cerr << " " << id;
+      std::cerr << "\n";
+    }
     if (!r.ok()) {
       std::cerr << sampler::SamplerModeName(mode) << ": " << r.status().ToString() << "\n";
       ++*failures;

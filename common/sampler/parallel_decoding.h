@@ -4,7 +4,10 @@
 // look only at the confidences of the still-masked positions of the current block of one batch
 // row, sorted in descending order (c_1 >= c_2 >= ... >= c_m), and return how many of the top ones
 // to unmask, n in [1, m] (0 only when m = 0). The positions unmasked are then the n most confident
-// ones, chosen exactly as the reference chooses its top-k.
+// ones, chosen exactly as the reference chooses its top-k. The confidences are the reference's:
+// the softmax probability of the chosen token in the compute dtype (Fast-dLLM's code takes the
+// softmax in float64; with bf16 compute a confidence is only good to ~3 significant digits), or
+// the uniform draw with random remasking.
 //
 //  - threshold: n = #{ i : c_i >= threshold }, but at least 1 (the most confident token is always
 //    unmasked, so every step makes progress). threshold 0 unmasks the whole block in one step

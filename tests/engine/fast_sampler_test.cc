@@ -139,7 +139,7 @@ TEST_F(FastGoldenTest, DualCacheFirstStepOfABlockEqualsBlockLogits) {
 // ---------------------------------------------------------------------------------------------
 // The KV cache at the model level.
 
-class KvCacheModelTest : public ::testing::Test {
+class FastKvCacheModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     auto loaded = model::LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), model::ModelOptions{});
@@ -160,13 +160,13 @@ class KvCacheModelTest : public ::testing::Test {
   static model::LladaModel* gqa_;
   static unmask::testing::TempDir* dir_;
 };
-model::LladaModel* KvCacheModelTest::tiny_ = nullptr;
-model::LladaModel* KvCacheModelTest::gqa_ = nullptr;
-unmask::testing::TempDir* KvCacheModelTest::dir_ = nullptr;
+model::LladaModel* FastKvCacheModelTest::tiny_ = nullptr;
+model::LladaModel* FastKvCacheModelTest::gqa_ = nullptr;
+unmask::testing::TempDir* FastKvCacheModelTest::dir_ = nullptr;
 
 constexpr std::int64_t M = 126336;  // the tiny model's mask id
 
-TEST_F(KvCacheModelTest, FillingTheCacheGivesExactlyHidden) {
+TEST_F(FastKvCacheModelTest, FillingTheCacheGivesExactlyHidden) {
   at::Tensor ids = Ids({5, 6, 7, 8, M, M, M, M, M, M});
   model::KvCache cache;
   at::Tensor filled = tiny_->HiddenFillCache(ids, at::Tensor(), &cache);
@@ -177,7 +177,7 @@ TEST_F(KvCacheModelTest, FillingTheCacheGivesExactlyHidden) {
   EXPECT_GT(cache.Bytes(), 0);
 }
 
-TEST_F(KvCacheModelTest, SegmentRowsEqualFullForwardRowsWhenNothingChanged) {
+TEST_F(FastKvCacheModelTest, SegmentRowsEqualFullForwardRowsWhenNothingChanged) {
   at::Tensor ids = Ids({5, 6, 7, 8, 9, 11, 12, M, M, M, M, M, M, M, M, M});
   const at::Tensor full = tiny_->Hidden(ids, at::Tensor());
   // Dual-cache shape (block rows only) and prefix-cache shape (block and everything after).
@@ -192,7 +192,7 @@ TEST_F(KvCacheModelTest, SegmentRowsEqualFullForwardRowsWhenNothingChanged) {
   }
 }
 
-TEST_F(KvCacheModelTest, SegmentEqualityHoldsWithGroupedKvHeadsPaddingAndABatch) {
+TEST_F(FastKvCacheModelTest, SegmentEqualityHoldsWithGroupedKvHeadsPaddingAndABatch) {
   at::Tensor ids = at::cat({Ids({298, 298, 3, 4, 5, 299, 299, 299, 299}), Ids({1, 2, 3, 4, 5, 299, 299, 299, 299})}, 0);
   at::Tensor mask = at::cat({Ids({0, 0, 1, 1, 1, 1, 1, 1, 1}), Ids({1, 1, 1, 1, 1, 1, 1, 1, 1})}, 0);
   model::KvCache cache;
@@ -208,7 +208,7 @@ TEST_F(KvCacheModelTest, SegmentEqualityHoldsWithGroupedKvHeadsPaddingAndABatch)
 
 // In bf16 the segment path rounds differently from the full forward, but no more than bf16
 // itself differs from float32.
-TEST_F(KvCacheModelTest, Bf16SegmentRowsStayWithinBf16Rounding) {
+TEST_F(FastKvCacheModelTest, Bf16SegmentRowsStayWithinBf16Rounding) {
   model::ModelOptions bf16;
   bf16.precision = model::Precision::kBFloat16;
   auto m = model::LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), bf16);
@@ -230,7 +230,7 @@ TEST_F(KvCacheModelTest, Bf16SegmentRowsStayWithinBf16Rounding) {
 // The segment's queries must read the cached K/V of the other positions, not recompute them:
 // fill from sequence A, then run a segment whose surroundings in sequence B differ. The result
 // follows A, not B.
-TEST_F(KvCacheModelTest, PositionsOutsideTheSegmentComeFromTheCache) {
+TEST_F(FastKvCacheModelTest, PositionsOutsideTheSegmentComeFromTheCache) {
   at::Tensor a = Ids({5, 6, 7, 8, M, M, M, M, M, M});
   at::Tensor b = Ids({9, 9, 9, 9, M, M, M, M, 1, 2});
   model::KvCache cache;
@@ -243,7 +243,7 @@ TEST_F(KvCacheModelTest, PositionsOutsideTheSegmentComeFromTheCache) {
 // A segment is computed from its own (new) tokens at their absolute RoPE positions: a segment
 // covering the whole sequence has nothing stale and equals a full forward over the new tokens;
 // a segment after a cached prefix changes with its tokens.
-TEST_F(KvCacheModelTest, SegmentIsComputedFromItsNewTokens) {
+TEST_F(FastKvCacheModelTest, SegmentIsComputedFromItsNewTokens) {
   at::Tensor before = Ids({5, 6, 7, 8, M, M, M, M, M, M});
   at::Tensor after = Ids({5, 6, 7, 8, 42, M, M, 17, M, M});
   model::KvCache whole;
@@ -260,7 +260,7 @@ TEST_F(KvCacheModelTest, SegmentIsComputedFromItsNewTokens) {
   EXPECT_GT(drift, 0.0) << "the prefix was recomputed instead of read from the cache";
 }
 
-TEST_F(KvCacheModelTest, MisusedCacheIsAnError) {
+TEST_F(FastKvCacheModelTest, MisusedCacheIsAnError) {
   model::KvCache empty;
   EXPECT_ANY_THROW(tiny_->HiddenSegment(Ids({1, 2}), 0, &empty));
   model::KvCache cache;
@@ -272,7 +272,7 @@ TEST_F(KvCacheModelTest, MisusedCacheIsAnError) {
 // ---------------------------------------------------------------------------------------------
 // Parallel decoding rules on hand-made confidences.
 
-TEST(ParallelDecodingTest, ThresholdCountsConfidencesAtOrAboveButAtLeastOne) {
+TEST(FastParallelDecodingTest, ThresholdCountsConfidencesAtOrAboveButAtLeastOne) {
   EXPECT_EQ(ThresholdCount({}, 0.9), 0);
   EXPECT_EQ(ThresholdCount({0.5, 0.4}, 0.9), 1);  // nothing passes: the top one goes anyway
   EXPECT_EQ(ThresholdCount({0.99, 0.95, 0.9, 0.89}, 0.9), 3);  // ties pass
@@ -280,7 +280,7 @@ TEST(ParallelDecodingTest, ThresholdCountsConfidencesAtOrAboveButAtLeastOne) {
   EXPECT_EQ(ThresholdCount({1.0, 1.0}, 1.01), 1);
 }
 
-TEST(ParallelDecodingTest, FactorRuleTakesTheLongestRunAboveOneMinusFactorOverNPlusOne) {
+TEST(FastParallelDecodingTest, FactorRuleTakesTheLongestRunAboveOneMinusFactorOverNPlusOne) {
   EXPECT_EQ(FactorCount({}, 1.0), 0);
   EXPECT_EQ(FactorCount({0.01}, 1.0), 1);
   // f = 1: bounds for n = 2, 3, 4 are 2/3, 3/4, 4/5.
