@@ -1,0 +1,164 @@
+#include "common/memory/clamp.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "common/memory/clamp_levers.h"
+
+namespace unmask::memory {
+namespace {
+
+std::string Str(std::int64_t v) { return std::to_string(v); }
+std::string Bytes(std::uint64_t b) { return HumanBytes(b) + " (" + std::to_string(b) + " bytes)"; }
+
+// The rules of sampler::ValidateParams other than the length limit, and the request's own fields.
+Status ValidateAsked(const checkpoint::LladaConfig& config, const GenerationRequest& r) {
+  auto bad = [](const std::string& m) { return InvalidArgumentError(m); };
+  if (r.batch < 1) return bad("batch must be >= 1, got " + Str(r.batch));
+  if (r.prompt_length < 0) return bad("prompt_length must be >= 0, got " + Str(r.prompt_length));
+  if (r.gen_length < 1) return bad("gen_length must be >= 1, got " + Str(r.gen_length));
+  if (r.block_length < 1) return bad("block_length must be >= 1, got " + Str(r.block_length));
+  if (r.steps < 1) return bad("steps must be >= 1, got " + Str(r.steps));
+  if (r.gen_length % r.block_length != 0)
+    return bad("gen_length (" + Str(r.gen_length) + ") must be divisible by block_length (" + Str(r.block_length) + ")");
+  const std::int64_t blocks = r.gen_length / r.block_length;
+  if (r.steps % blocks != 0)
+    return bad("steps (" + Str(r.steps) + ") must be divisible by the number of blocks (gen_length / block_length = " +
+               Str(blocks) + ")");
+  if (r.steps > r.gen_length)
+    return bad("steps (" + Str(r.steps) + ") must be <= gen_length (" + Str(r.gen_length) + ")");
+  if (!std::isfinite(r.temperature) || r.temperature < 0) return bad("temperature must be a finite number >= 0");
+  if (!std::isfinite(r.cfg_scale) || r.cfg_scale < 0) return bad("cfg_scale must be a finite number >= 0");
+  if (r.compute_dtype_bytes != 2 && r.compute_dtype_bytes != 4)
+    return bad("compute_dtype_bytes must be 2 (bf16, fp16) or 4 (fp32), got " + std::to_string(r.compute_dtype_bytes));
+  if (r.attention_query_chunk < 0) return bad("attention_query_chunk must be >= 0, got " + Str(r.attention_query_chunk));
+  if (r.prompt_length >= config.max_sequence_length)
+    return bad("the prompt (" + Str(r.prompt_length) + " tokens) leaves no room to generate below the model's "
+               "max_sequence_length (" + Str(config.max_sequence_length) + ")");
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ClampPolicy> ParseClampPolicy(const std::string& text) {
+  std::string t;
+  for (char ch : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (t == "off") return ClampPolicy::kOff;
+  if (t == "standard") return ClampPolicy::kStandard;
+  if (t == "extreme") return ClampPolicy::kExtreme;
+  return InvalidArgumentError("clamp policy '" + text + "' is not one of off, standard, extreme");
+}
+
+const char* ClampPolicyName(ClampPolicy policy) {
+  switch (policy) {
+    case ClampPolicy::kOff: return "off";
+    case ClampPolicy::kStandard: return "standard";
+    case ClampPolicy::kExtreme: return "extreme";
+  }
+  return "off";
+}
+
+StatusOr<RequestShape> ShapeOf(const GenerationRequest& r) {
+  UNMASK_ASSIGN_OR_RETURN(SamplerKind kind, SamplerKindOf(r.sampler));
+  RequestShape s;
+  s.batch = r.batch;
+  s.prompt_length = r.prompt_length;
+  s.gen_length = r.gen_length;
+  s.block_length = r.block_length;
+  s.steps = r.steps;
+  s.compute_dtype_bytes = r.compute_dtype_bytes;
+  s.sampler = kind;
+  s.temperature = r.temperature;
+  s.cfg_scale = r.cfg_scale;
+  s.attention_query_chunk = r.attention_query_chunk;
+  return s;
+}
+
+StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const GenerationRequest& asked,
+                            std::uint64_t budget_bytes, std::uint64_t weights_bytes, ClampPolicy policy,
+                            const ClampOptions& options) {
+  UNMASK_RETURN_IF_ERROR(ValidateAsked(config, asked));
+  UNMASK_RETURN_IF_ERROR(ShapeOf(asked).status());
+  Clamper c(config, budget_bytes, weights_bytes, asked);
+  GenerationRequest& r = c.request();
+
+  const std::int64_t room = config.max_sequence_length - asked.prompt_length;
+  if (asked.gen_length > room) {
+    const std::string why = "prompt (" + Str(asked.prompt_length) + " tokens) + gen_length (" + Str(asked.gen_length) +
+                            ") exceeds the model's max_sequence_length (" + Str(config.max_sequence_length) + ")";
+    if (policy == ClampPolicy::kOff) return InvalidArgumentError(why + "; clamp policy off changes nothing");
+    const Lengths l = *ChooseLengths(room, asked.block_length, 1, [](std::int64_t, std::int64_t) { return true; });
+    c.SetLengths(l, why, "block_length must divide gen_length (" + Str(l.gen) + ")");
+  }
+
+  ClampResult result;
+  result.budget_bytes = budget_bytes;
+  if (policy == ClampPolicy::kOff) {
+    result.applied = r;
+    result.estimate = c.Estimate(r);
+    result.fits = result.estimate.total() <= budget_bytes;
+    if (!result.fits)
+      result.adjustments.push_back({"memory", HumanBytes(result.estimate.total()), HumanBytes(result.estimate.total()),
+                                    "the request " + c.Needs(r) + "; clamp policy off leaves it as asked"});
+    return result;
+  }
+
+  if (!c.Fits()) {
+    const std::string needs = c.Needs(r);
+    const bool extreme = policy == ClampPolicy::kExtreme;
+    if (extreme) {
+      // The free lever (chunking) before and after each of those that trade quality.
+      ChunkLever(c);
+      SamplerLever(c);
+      ChunkLever(c);
+      NoiseAndGuidanceLevers(c);
+      ChunkLever(c);
+    }
+    if (!c.Fits()) {
+      const std::int64_t floor = std::min(r.gen_length, std::max<std::int64_t>(1, options.min_gen_length));
+      const auto fits = [&](std::int64_t gen, std::int64_t block) {
+        GenerationRequest t = r;
+        t.gen_length = gen;
+        t.block_length = block;
+        return c.Fits(t);
+      };
+      std::optional<Lengths> l = ChooseLengths(r.gen_length, r.block_length, floor, fits);
+      if (!l && extreme) {
+        AllLevers(c);
+        l = ChooseLengths(r.gen_length, r.block_length, floor, fits);
+      }
+      if (!l) {
+        GenerationRequest least = r;
+        least.gen_length = floor;
+        least.block_length = 1;  // the fewest logits rows; the reference does not depend on it
+        const MemoryEstimate e = c.Estimate(least);
+        std::string msg = "the request does not fit even at its minimum (gen_length " + Str(floor) + ", sampler " +
+                          least.sampler + ", batch " + Str(least.batch) + ", prompt " + Str(least.prompt_length) +
+                          " tokens): needs " + Bytes(e.total()) + " (weights " + HumanBytes(e.weights) + " + peak " +
+                          HumanBytes(e.peak) + " in phase " + e.peak_phase + "), available " + Bytes(budget_bytes) +
+                          " (clamp policy " + ClampPolicyName(policy) + ")";
+        if (weights_bytes >= budget_bytes)
+          msg += "; the weights alone (" + HumanBytes(weights_bytes) +
+                 ") exceed the budget: load the model at a smaller precision (int8, int4) or use a larger device";
+        return ResourceExhaustedError(msg);
+      }
+      const std::string why_gen = "the request " + needs + "; " + Str(l->gen) + " is the largest gen_length" +
+                                  (l->block == r.block_length ? " (a multiple of block_length " + Str(l->block) + ")" : "") +
+                                  " that fits";
+      const std::string why_block = "not even one block of " + Str(r.block_length) + " fits; " + Str(l->block) +
+                                    " is the largest block_length dividing gen_length " + Str(l->gen) + " that fits";
+      c.SetLengths(*l, why_gen, why_block);
+    }
+    if (extreme) Relax(c);
+  }
+  c.FinishSteps();
+  result.applied = r;
+  result.adjustments = c.adjustments();
+  result.estimate = c.Estimate(r);
+  return result;
+}
+
+}  // namespace unmask::memory

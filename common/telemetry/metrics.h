@@ -1,0 +1,122 @@
+// Prometheus metrics: the families every unmask service exposes, and the HTTP endpoint that
+// serves them in the text format on a port of its own (--metrics-listen).
+//
+// Names follow the Prometheus conventions (unit suffix _seconds/_bytes/_ratio, _total on
+// counters) and carry few labels, none of them unbounded (no job ids, no trace ids):
+//
+//   unmask_requests_total{method,code}            counter   RPCs by method and gRPC status name
+//   unmask_request_duration_seconds{method}       histogram RPC handling time
+//   unmask_queue_depth                            gauge     jobs waiting
+//   unmask_queue_wait_seconds                     histogram time from submit to start
+//   unmask_job_run_seconds                        histogram time from start to end of a job
+//   unmask_step_seconds                           histogram one denoising step
+//   unmask_generated_tokens_total                 counter
+//   unmask_tokens_per_second                      gauge     last measured generation rate
+//   unmask_memory_used_bytes                      gauge
+//   unmask_memory_budget_bytes                    gauge
+//   unmask_clamps_total{field}                    counter   request fields clamped to limits
+//   unmask_model_load_progress_ratio{model}       gauge     0..1 while loading, 1 when loaded
+//   unmask_model_load_seconds                     histogram
+//   unmask_trace_spans_dropped_total{reason}      counter   queue_full | export_failed, read
+//                                                           from the OTLP exporter at scrape time
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/util/status.h"
+
+namespace prometheus {
+class Collectable;
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace unmask::telemetry {
+
+class OtlpExporter;
+
+class ServiceMetrics {
+ public:
+  ServiceMetrics();
+  ~ServiceMetrics();
+  ServiceMetrics(const ServiceMetrics&) = delete;
+  ServiceMetrics& operator=(const ServiceMetrics&) = delete;
+
+  // requests_total{method, code} += 1 and request_duration_seconds{method} observes `seconds`.
+  void RecordRpc(std::string_view method, grpc::StatusCode code, double seconds);
+
+  void SetQueueDepth(double jobs);
+  void ObserveQueueWait(double seconds);
+  void ObserveJobRun(double seconds);
+  void ObserveStep(double seconds);
+  void AddGeneratedTokens(std::uint64_t tokens);
+  void SetTokensPerSecond(double tokens_per_second);
+  void SetMemoryUsed(double bytes);
+  void SetMemoryBudget(double bytes);
+  void AddClamp(std::string_view field, std::uint64_t n = 1);
+  void SetModelLoadProgress(std::string_view model, double ratio);
+  void ObserveModelLoad(double seconds);
+
+  // unmask_trace_spans_dropped_total reads this exporter's counters at every scrape (null: 0).
+  void WatchExporter(std::shared_ptr<const OtlpExporter> exporter);
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  // What an exposer must register: the registry and the scrape-time collectors.
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
+
+ private:
+  class DroppedSpans;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<DroppedSpans> dropped_spans_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* request_duration_;
+  prometheus::Family<prometheus::Counter>* clamps_;
+  prometheus::Family<prometheus::Gauge>* load_progress_;
+  prometheus::Gauge* queue_depth_;
+  prometheus::Histogram* queue_wait_;
+  prometheus::Histogram* job_run_;
+  prometheus::Histogram* step_;
+  prometheus::Counter* generated_tokens_;
+  prometheus::Gauge* tokens_per_second_;
+  prometheus::Gauge* memory_used_;
+  prometheus::Gauge* memory_budget_;
+  prometheus::Histogram* model_load_;
+};
+
+// The HTTP endpoint serving GET /metrics.
+class MetricsExposer {
+ public:
+  // `listen` is "host:port" ("0.0.0.0:9091", "127.0.0.1:0") or a bare port; port 0 picks a free
+  // one (see port()). Fails with UNAVAILABLE when it cannot listen.
+  static StatusOr<std::unique_ptr<MetricsExposer>> Start(const std::string& listen);
+
+  // Stops serving. civetweb's accept loop polls with a 2 s timeout; a loopback connection wakes
+  // it so that this returns in milliseconds rather than seconds.
+  ~MetricsExposer();
+
+  // The port actually bound.
+  int port() const { return port_; }
+  void Register(const ServiceMetrics& metrics);
+  void Register(const std::weak_ptr<prometheus::Collectable>& collectable);
+
+ private:
+  MetricsExposer() = default;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+  std::string wake_host_;  // an IPv4 address that reaches the listener; empty: do not wake
+};
+
+}  // namespace unmask::telemetry

@@ -1,0 +1,141 @@
+// Behaviour suite, part 3: per-job event logs (what Watch streams from any replica) and the
+// result TTL. Runs against both stores.
+#include <chrono>
+#include <thread>
+
+#include "tests/jobs/job_store_fixture.h"
+
+namespace unmask::jobs::testing {
+namespace {
+
+template <typename Backend>
+class JobEventsTest : public JobStoreTest<Backend> {
+ protected:
+  // Waits until a finished job's record is gone: moves the manual clock past the TTL (the
+  // memory store's time) and polls (Redis expires keys on its own clock).
+  bool WaitUntilRemoved(const std::string& job_id, std::int64_t ttl_ms) {
+    this->clock_.Advance(ttl_ms + 1);
+    return PollUntil(
+        [&] { return this->store().Get(job_id).status().code() == StatusCode::kNotFound; });
+  }
+};
+TYPED_TEST_SUITE(JobEventsTest, StoreBackends, BackendName);
+
+TYPED_TEST(JobEventsTest, EventsAreReadBackInOrderFromAnyIndex) {
+  const std::string id = this->MustSubmit(this->NewJob());
+  for (int i = 0; i < 3; ++i) {
+    auto index = this->store().AppendEvent(id, "event-" + std::to_string(i));
+    ASSERT_TRUE(index.ok()) << index.status().ToString();
+    EXPECT_EQ(*index, i);
+  }
+  auto all = this->replica().ReadEvents(id, 0, 0);  // another replica reads them
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->events, (std::vector<std::string>{"event-0", "event-1", "event-2"}));
+  EXPECT_EQ(all->next_index, 3);
+  EXPECT_FALSE(all->finished);
+  auto tail = this->store().ReadEvents(id, 2, 0);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(tail->events, std::vector<std::string>{"event-2"});
+  auto none = this->store().ReadEvents(id, 3, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->events.empty());
+  EXPECT_EQ(none->next_index, 3);
+}
+
+TYPED_TEST(JobEventsTest, ReadTimesOutEmptyWhenNothingIsAppended) {
+  const std::string id = this->MustSubmit(this->NewJob());
+  auto batch = this->store().ReadEvents(id, 0, 50);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_TRUE(batch->events.empty());
+  EXPECT_FALSE(batch->finished);
+  EXPECT_EQ(this->store().ReadEvents("missing", 0, 0).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(this->store().AppendEvent("missing", "x").status().code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(JobEventsTest, BlockedReaderWakesOnAppend) {
+  const std::string id = this->MustSubmit(this->NewJob());
+  StatusOr<EventBatch> batch = EventBatch{};
+  const auto start = std::chrono::steady_clock::now();
+  std::thread reader([&] { batch = this->replica().ReadEvents(id, 0, 20'000); });
+  EXPECT_TRUE(this->backend_.WaitUntilBlocked(this->replica(), 1));
+  ASSERT_TRUE(this->store().AppendEvent(id, "step 1").ok());
+  reader.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->events, std::vector<std::string>{"step 1"});
+}
+
+TYPED_TEST(JobEventsTest, FinishingAJobClosesItsLogAndWakesReaders) {
+  const std::string id = this->MustSubmit(this->NewJob());
+  ClaimedJob claimed = this->MustClaim();
+  ASSERT_TRUE(this->store().AppendEvent(id, "started").ok());
+  // A Watch that has seen everything so far waits for more; finishing must wake it.
+  StatusOr<EventBatch> waiting = EventBatch{};
+  const auto start = std::chrono::steady_clock::now();
+  std::thread reader([&] { waiting = this->replica().ReadEvents(id, 1, 20'000); });
+  EXPECT_TRUE(this->backend_.WaitUntilBlocked(this->replica(), 1));
+  ASSERT_TRUE(this->store().Complete(id, claimed.handle, "result").ok());
+  reader.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  EXPECT_TRUE(waiting->events.empty());
+  EXPECT_TRUE(waiting->finished);
+
+  auto replay = this->store().ReadEvents(id, 0, 0);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->events, std::vector<std::string>{"started"});
+  EXPECT_TRUE(replay->finished);
+  auto after = this->store().ReadEvents(id, replay->next_index, 1000);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->finished);
+  EXPECT_TRUE(after->events.empty());
+  EXPECT_EQ(this->store().AppendEvent(id, "too late").status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TYPED_TEST(JobEventsTest, FinishedJobsAreKeptForTheResultTtlThenRemoved) {
+  // Long enough that "still there right after" holds on a loaded machine (Redis expires keys
+  // on real time), short enough to wait for.
+  constexpr std::int64_t kShortTtlMs = 1500;
+  std::unique_ptr<JobStore> short_lived = this->backend_.Make(this->Options(kShortTtlMs));
+  ASSERT_NE(short_lived, nullptr);
+  this->store_ = std::move(short_lived);
+  JobRecord job = this->NewJob();
+  job.idempotency_key = "once";
+  const std::string id = this->MustSubmit(job);
+  ClaimedJob claimed = this->MustClaim();
+  ASSERT_TRUE(this->store().Complete(id, claimed.handle, "result").ok());
+  auto kept = this->store().Get(id);  // still there right after
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->result, "result");
+
+  ASSERT_TRUE(this->WaitUntilRemoved(id, kShortTtlMs));
+  EXPECT_EQ(this->store().ReadEvents(id, 0, 0).status().code(), StatusCode::kNotFound);
+  // The idempotency key no longer points at a live job: a new submit makes a new job.
+  auto again = this->store().Submit(job);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(again->duplicate);
+  EXPECT_NE(again->job_id, id);
+}
+
+TYPED_TEST(JobEventsTest, QueuedAndRunningJobsNeverExpire) {
+  constexpr std::int64_t kShortTtlMs = 50;
+  this->store_ = this->backend_.Make(this->Options(kShortTtlMs));
+  ASSERT_NE(this->store_, nullptr);
+  const std::string queued = this->MustSubmit(this->NewJob());
+  const std::string running = this->MustSubmit(this->NewJob());
+  ASSERT_TRUE(this->store().Cancel(queued).ok());  // finished: may expire
+  const std::string waiting = this->MustSubmit(this->NewJob());
+  ClaimedJob claimed = this->MustClaim();
+  ASSERT_EQ(claimed.record.job_id, running);
+  ASSERT_TRUE(this->store().AppendEvent(running, "step").ok());
+  ASSERT_TRUE(this->WaitUntilRemoved(queued, kShortTtlMs));
+  EXPECT_EQ(this->StateOf(waiting), JobState::kQueued);
+  EXPECT_EQ(this->StateOf(running), JobState::kRunning);
+  auto events = this->store().ReadEvents(running, 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  EXPECT_EQ(events->events, std::vector<std::string>{"step"});
+}
+
+}  // namespace
+}  // namespace unmask::jobs::testing
