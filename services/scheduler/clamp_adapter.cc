@@ -1,0 +1,39 @@
+#include "services/scheduler/clamp_adapter.h"
+
+namespace unmask::scheduler {
+
+Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes) {
+  return [policy, compute_dtype_bytes](const ClampInput& in) -> StatusOr<ClampOutput> {
+    ClampOutput out{in.params, in.sampler, {}};
+    if (in.budget_bytes == 0) return out;  // no executor has reported a budget yet: nothing to fit against
+    memory::GenerationRequest asked;
+    asked.prompt_length = in.prompt_length;
+    asked.gen_length = in.params.gen_length;
+    asked.block_length = in.params.block_length;
+    asked.steps = in.params.steps;
+    asked.temperature = in.params.temperature;
+    asked.cfg_scale = in.params.cfg_scale;
+    asked.sampler = in.sampler;
+    asked.compute_dtype_bytes = compute_dtype_bytes;
+    // The executor's budget is its free memory after the weights it already maps: weights 0.
+    UNMASK_ASSIGN_OR_RETURN(memory::ClampResult r,
+                            memory::Clamp(in.config, asked, in.budget_bytes, /*weights_bytes=*/0, policy));
+    out.params.gen_length = r.applied.gen_length;
+    out.params.block_length = r.applied.block_length;
+    out.params.steps = r.applied.steps;
+    out.params.temperature = r.applied.temperature;
+    out.params.cfg_scale = r.applied.cfg_scale;
+    out.sampler = r.applied.sampler;
+    for (const auto& a : r.adjustments) {
+      v1::Adjustment adj;
+      adj.set_field(a.field);
+      adj.set_asked(a.asked);
+      adj.set_applied(a.applied);
+      adj.set_reason(a.reason);
+      out.adjustments.push_back(std::move(adj));
+    }
+    return out;
+  };
+}
+
+}  // namespace unmask::scheduler

@@ -1,0 +1,13 @@
+// The scheduler's Clamper over common/memory: the request as asked -> memory::Clamp under the
+// configured policy -> the parameters that will run plus every adjustment in the API's form.
+#pragma once
+
+#include "common/memory/clamp.h"
+#include "services/scheduler/scheduler_core.h"
+
+namespace unmask::scheduler {
+
+// compute_dtype_bytes: what the executors compute in (4 for fp32, 2 for bf16/fp16).
+Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes);
+
+}  // namespace unmask::scheduler

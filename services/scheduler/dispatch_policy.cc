@@ -1,0 +1,52 @@
+#include "services/scheduler/dispatch_policy.h"
+
+#include <algorithm>
+
+namespace unmask::scheduler {
+
+StatusOr<DispatchPolicy> ParseDispatchPolicy(const std::string& text) {
+  if (text == "least_busy") return DispatchPolicy::kLeastBusy;
+  if (text == "round_robin") return DispatchPolicy::kRoundRobin;
+  if (text == "random") return DispatchPolicy::kRandom;
+  return InvalidArgumentError("dispatch policy '" + text + "' is not one of least_busy, round_robin, random");
+}
+
+int Dispatcher::Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model) {
+  std::vector<int> eligible;
+  for (int i = 0; i < static_cast<int>(executors.size()); ++i) {
+    const auto& e = executors[i];
+    int limit = std::max(1, e.max_concurrent);
+    if (per_executor_limit_ > 0) limit = std::min(limit, per_executor_limit_);
+    const bool serves = std::find(e.models.begin(), e.models.end(), model) != e.models.end();
+    if (e.healthy && serves && e.running + e.queued < limit) eligible.push_back(i);
+  }
+  if (eligible.empty()) return -1;
+  switch (policy_) {
+    case DispatchPolicy::kLeastBusy: {
+      // Lowest load relative to capacity; ties go to the earliest in the list.
+      auto load = [&](int i) {
+        const auto& e = executors[i];
+        return static_cast<double>(e.running + e.queued) / std::max(1, e.max_concurrent);
+      };
+      return *std::min_element(eligible.begin(), eligible.end(), [&](int a, int b) { return load(a) < load(b); });
+    }
+    case DispatchPolicy::kRoundRobin: {
+      // The first eligible executor at or after the cursor, so a full one is skipped, not waited on.
+      for (std::size_t k = 0; k < executors.size(); ++k) {
+        const int i = static_cast<int>((next_ + k) % executors.size());
+        if (std::find(eligible.begin(), eligible.end(), i) != eligible.end()) {
+          next_ = static_cast<std::size_t>(i) + 1;
+          return i;
+        }
+      }
+      return -1;
+    }
+    case DispatchPolicy::kRandom: {
+      std::uniform_int_distribution<std::size_t> pick(0, eligible.size() - 1);
+      return eligible[pick(rng_)];
+    }
+  }
+  return -1;
+}
+
+}  // namespace unmask::scheduler

@@ -1,0 +1,45 @@
+// Which executor gets the next job. gRPC-free: works on capacity snapshots.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/util/status.h"
+
+namespace unmask::scheduler {
+
+enum class DispatchPolicy { kLeastBusy, kRoundRobin, kRandom };
+StatusOr<DispatchPolicy> ParseDispatchPolicy(const std::string& text);  // least_busy | round_robin | random
+
+struct ExecutorSnapshot {
+  std::string address;
+  std::string executor_id;
+  bool healthy = false;        // answered its last capacity poll
+  std::vector<std::string> models;
+  int running = 0;             // as reported, plus jobs this scheduler sent since the last poll
+  int queued = 0;
+  int max_concurrent = 1;      // the executor's own limit
+  std::uint64_t budget_bytes = 0;
+  std::string model_config_json;
+  std::string precision;
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(DispatchPolicy policy, int per_executor_limit, std::uint64_t seed = 0)
+      : policy_(policy), per_executor_limit_(per_executor_limit), rng_(seed) {}
+
+  // Index into `executors` of the one to use for `model`, or -1 when none is healthy, serves
+  // the model and has room (running + queued below min(max_concurrent, per-executor limit)).
+  int Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model);
+
+ private:
+  DispatchPolicy policy_;
+  int per_executor_limit_;  // 0 = only the executor's own limit
+  std::size_t next_ = 0;    // round robin cursor
+  std::mt19937_64 rng_;
+};
+
+}  // namespace unmask::scheduler

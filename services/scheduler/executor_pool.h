@@ -1,0 +1,55 @@
+// The executors a scheduler dispatches to: a static list and/or a DNS name (a Kubernetes headless
+// service, re-resolved on every poll), each polled for capacity with GetCapacity.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "services/scheduler/dispatch_policy.h"
+#include "unmask/v1/executor.grpc.pb.h"
+
+namespace unmask::scheduler {
+
+struct ExecutorPoolOptions {
+  std::vector<std::string> addresses;  // host:port
+  std::vector<std::string> dns_names;  // host:port whose host resolves to every executor
+  std::chrono::milliseconds poll_interval{500};
+  std::chrono::milliseconds poll_timeout{1000};
+};
+
+class ExecutorPool {
+ public:
+  explicit ExecutorPool(ExecutorPoolOptions options);
+  ~ExecutorPool();
+
+  void Start();  // polls in the background
+  void PollOnce();
+  std::vector<ExecutorSnapshot> Snapshot() const;
+  // Counts a job sent to `address` until the next poll reports it.
+  void NoteDispatched(const std::string& address);
+  // Takes an executor out of dispatch until its next successful poll (its call just failed).
+  void MarkUnhealthy(const std::string& address);
+  std::shared_ptr<v1::Executor::Stub> Stub(const std::string& address);
+  // Blocks until some executor serving `model` is healthy, or `timeout` passes.
+  bool WaitForModel(const std::string& model, std::chrono::milliseconds timeout) const;
+
+ private:
+  std::vector<std::string> Resolve() const;
+
+  ExecutorPoolOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, ExecutorSnapshot> executors_;
+  std::map<std::string, std::shared_ptr<v1::Executor::Stub>> stubs_;
+  std::atomic<bool> stop_{false};
+  std::thread poller_;
+};
+
+}  // namespace unmask::scheduler

@@ -1,0 +1,230 @@
+#include "services/scheduler/job_dispatcher.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "services/common/grpc_status.h"
+#include "unmask/v1/scheduler.pb.h"
+
+namespace unmask::scheduler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Decode(const tokenizer::Tokenizer& tok, const std::vector<std::int64_t>& ids) {
+  std::vector<std::int32_t> known;
+  for (auto id : ids) {
+    if (id >= 0 && id <= INT32_MAX && tok.IdToToken(static_cast<std::int32_t>(id))) known.push_back(static_cast<std::int32_t>(id));
+  }
+  auto text = tok.Decode(known, /*skip_special_tokens=*/true);
+  return text.ok() ? *text : "";
+}
+
+v1::JobEvent Failure(const std::string& job_id, const Status& s) {
+  v1::JobEvent ev;
+  ev.set_job_id(job_id);
+  ev.mutable_failed()->set_code(static_cast<int>(s.code()));
+  ev.mutable_failed()->set_message(s.message());
+  return ev;
+}
+
+}  // namespace
+
+std::string PartialText(const tokenizer::Tokenizer& tok, const std::vector<std::int64_t>& tokens, std::int64_t mask_id) {
+  std::string out;
+  std::vector<std::int64_t> run;
+  for (auto id : tokens) {
+    if (id == mask_id) {
+      out += Decode(tok, run);
+      run.clear();
+      out += '_';
+    } else {
+      run.push_back(id);
+    }
+  }
+  return out + Decode(tok, run);
+}
+
+JobDispatcher::JobDispatcher(jobs::JobStore& store, ExecutorPool& pool, ModelCatalog& catalog, DispatcherOptions options)
+    : store_(store), pool_(pool), catalog_(catalog), options_(std::move(options)),
+      picker_(options_.policy, options_.per_executor_limit, std::random_device{}()) {}
+
+JobDispatcher::~JobDispatcher() { Stop(); }
+
+void JobDispatcher::Start() {
+  for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { ClaimLoop(); });
+  threads_.emplace_back([this] { ReaperLoop(); });
+}
+
+void JobDispatcher::Stop() {
+  stop_ = true;
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+void JobDispatcher::ClaimLoop() {
+  while (!stop_) {
+    auto claimed = store_.Claim(options_.consumer_id, 200);
+    if (!claimed.ok()) {
+      if (claimed.status().code() != StatusCode::kDataLoss) {
+        std::cerr << "scheduler: claim failed: " << claimed.status().ToString() << std::endl;
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+      continue;
+    }
+    if (*claimed) RunJob(**claimed);
+  }
+}
+
+void JobDispatcher::ReaperLoop() {
+  while (!stop_) {
+    for (std::int64_t waited = 0; waited < options_.reaper_interval_ms && !stop_; waited += 100)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (stop_) return;
+    auto report = store_.ReclaimStale(options_.consumer_id, options_.reaper_min_idle_ms, options_.max_attempts);
+    if (report.ok() && (!report->requeued.empty() || !report->dead.empty())) {
+      std::cerr << "scheduler: reaper requeued " << report->requeued.size() << ", dead-lettered " << report->dead.size()
+                << " jobs of a stopped scheduler" << std::endl;
+    }
+  }
+}
+
+void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
+  const std::string& id = job.record.job_id;
+  const jobs::DeliveryHandle& handle = job.handle;
+  v1::StoredJob stored;
+  if (!stored.ParseFromString(job.record.payload)) {
+    (void)store_.Fail(id, handle, "the stored request cannot be read");
+    return;
+  }
+  auto last_beat = Clock::now();
+  auto beat = [&] {
+    if (Clock::now() - last_beat >= std::chrono::milliseconds(options_.heartbeat_ms)) {
+      (void)store_.Heartbeat(handle);
+      last_beat = Clock::now();
+    }
+  };
+  auto cancel_requested = [&] {
+    auto c = store_.CancelRequested(id);
+    return c.ok() && *c;
+  };
+  auto finish_cancelled = [&] {
+    (void)store_.AppendEvent(id, Failure(id, CancelledError("cancelled")).SerializeAsString());
+    (void)store_.ConfirmCancelled(id, handle);
+  };
+
+  // Wait for an executor with room for this model.
+  std::string address, executor_name;
+  while (address.empty()) {
+    if (stop_) {
+      (void)store_.Requeue(handle);
+      return;
+    }
+    if (cancel_requested()) return finish_cancelled();
+    if (job.record.deadline_unix_ms > 0 && NowMs() >= job.record.deadline_unix_ms) {
+      (void)store_.AppendEvent(id, Failure(id, Status(StatusCode::kDeadlineExceeded, "deadline passed waiting for an executor")).SerializeAsString());
+      (void)store_.Fail(id, handle, "deadline passed waiting for an executor");
+      return;
+    }
+    const auto snapshot = pool_.Snapshot();
+    int pick;
+    {
+      std::lock_guard<std::mutex> lock(picker_mu_);
+      pick = picker_.Pick(snapshot, job.record.model);
+    }
+    if (pick >= 0) {
+      address = snapshot[pick].address;
+      executor_name = snapshot[pick].executor_id.empty() ? address : snapshot[pick].executor_id;
+      pool_.NoteDispatched(address);
+      break;
+    }
+    beat();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  (void)store_.MarkRunning(handle, executor_name);
+  v1::JobEvent started;
+  started.set_job_id(id);
+  started.mutable_started()->set_executor(executor_name);
+  started.mutable_started()->set_attempt(job.record.attempts + 1);
+  (void)store_.AppendEvent(id, started.SerializeAsString());
+
+  const v1::RunRequest& run = stored.run();
+  auto tok = catalog_.Tokenizer(job.record.model);
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer = tok.ok() ? *tok : nullptr;
+  auto config = catalog_.Config(job.record.model, pool_.Snapshot());
+  const std::int64_t mask_id = config.ok() ? config->mask_token_id : checkpoint::LladaConfig().mask_token_id;
+  std::vector<std::int64_t> tokens(run.params().gen_length(), mask_id);
+
+  grpc::ClientContext ctx;
+  if (!run.traceparent().empty()) ctx.AddMetadata("traceparent", run.traceparent());
+  if (job.record.deadline_unix_ms > 0)
+    ctx.set_deadline(std::chrono::system_clock::time_point(std::chrono::milliseconds(job.record.deadline_unix_ms)));
+  v1::RunRequest request = run;
+  request.set_job_id(id);
+  auto reader = pool_.Stub(address)->Run(&ctx, request);
+  v1::RunEvent ev;
+  bool cancelled = false;
+  auto last_cancel_check = Clock::now();
+  v1::Completed completed;
+  bool have_completed = false;
+  while (reader->Read(&ev)) {
+    beat();
+    if (Clock::now() - last_cancel_check > std::chrono::milliseconds(200)) {
+      last_cancel_check = Clock::now();
+      if (cancel_requested()) {
+        cancelled = true;
+        ctx.TryCancel();
+      }
+    }
+    if (ev.has_step()) {
+      v1::JobEvent out;
+      out.set_job_id(id);
+      *out.mutable_step() = ev.step();
+      for (int k = 0; k < ev.step().unmasked().positions_size(); ++k) {
+        const auto pos = ev.step().unmasked().positions(k);
+        if (pos >= 0 && pos < static_cast<std::int64_t>(tokens.size())) tokens[pos] = ev.step().unmasked().tokens(k);
+      }
+      if (stored.partial_text() && tokenizer) out.mutable_step()->set_partial_text(PartialText(*tokenizer, tokens, mask_id));
+      (void)store_.AppendEvent(id, out.SerializeAsString());
+    } else if (ev.has_completed()) {
+      const auto& c = ev.completed();
+      completed.mutable_ids()->CopyFrom(c.ids());
+      completed.set_finish_reason(c.finish_reason());
+      completed.set_sampler(c.sampler());
+      completed.mutable_timings()->set_queued_seconds((NowMs() - job.record.created_unix_ms) / 1000.0 - c.running_seconds());
+      completed.mutable_timings()->set_running_seconds(c.running_seconds());
+      completed.mutable_timings()->mutable_step_seconds()->CopyFrom(c.step_seconds());
+      if (tokenizer) completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
+      have_completed = true;
+    }
+  }
+  grpc::Status s = reader->Finish();
+  if (have_completed && s.ok()) {
+    v1::JobEvent out;
+    out.set_job_id(id);
+    *out.mutable_completed() = completed;
+    (void)store_.AppendEvent(id, out.SerializeAsString());
+    (void)store_.Complete(id, handle, completed.SerializeAsString());
+    return;
+  }
+  if (cancelled) return finish_cancelled();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && job.record.attempts + 1 < options_.max_attempts) {
+    // The executor went away mid-job: someone else finishes it.
+    pool_.MarkUnhealthy(address);
+    std::cerr << "scheduler: executor " << executor_name << " failed job " << id << " (" << s.error_message()
+              << "); requeued" << std::endl;
+    (void)store_.Requeue(handle);
+    return;
+  }
+  const Status status = services::FromGrpcStatus(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the executor ended without a result") : s);
+  (void)store_.AppendEvent(id, Failure(id, status).SerializeAsString());
+  (void)store_.Fail(id, handle, status.ToString());
+}
+
+}  // namespace unmask::scheduler

@@ -1,0 +1,55 @@
+// Takes jobs from the job store and runs them on executors: claim, pick an executor, stream its
+// steps into the job's event log, store the result before acknowledging. An executor that dies
+// mid-job gets its job requeued (another executor finishes it); a scheduler that dies leaves its
+// deliveries idle, and the reaper of any replica reclaims them.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/jobs/job_store.h"
+#include "services/scheduler/dispatch_policy.h"
+#include "services/scheduler/executor_pool.h"
+#include "services/scheduler/model_catalog.h"
+
+namespace unmask::scheduler {
+
+struct DispatcherOptions {
+  std::string consumer_id = "scheduler";
+  int threads = 4;                       // jobs this scheduler runs at once
+  DispatchPolicy policy = DispatchPolicy::kLeastBusy;
+  int per_executor_limit = 0;            // 0 = the executor's own limit
+  std::int64_t heartbeat_ms = 2000;
+  std::int64_t reaper_interval_ms = 2000;
+  std::int64_t reaper_min_idle_ms = 10000;  // a delivery idle this long belongs to a dead scheduler
+  int max_attempts = 3;
+};
+
+class JobDispatcher {
+ public:
+  JobDispatcher(jobs::JobStore& store, ExecutorPool& pool, ModelCatalog& catalog, DispatcherOptions options);
+  ~JobDispatcher();
+  void Start();
+  void Stop();  // finishes the jobs in flight
+
+ private:
+  void ClaimLoop();
+  void ReaperLoop();
+  void RunJob(const jobs::ClaimedJob& job);
+
+  jobs::JobStore& store_;
+  ExecutorPool& pool_;
+  ModelCatalog& catalog_;
+  DispatcherOptions options_;
+  Dispatcher picker_;
+  std::mutex picker_mu_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// The text so far: known tokens decoded, masked positions shown as '_'.
+std::string PartialText(const tokenizer::Tokenizer& tok, const std::vector<std::int64_t>& tokens, std::int64_t mask_id);
+
+}  // namespace unmask::scheduler

@@ -1,0 +1,138 @@
+// unmask-scheduler: the public API. Validates, fits requests to memory, keeps every accepted job
+// in Redis (or in-process) until it is done, and dispatches to executors.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "common/jobs/memory_job_store.h"
+#include "common/jobs/redis_job_store.h"
+#include "services/common/server_runner.h"
+#include "services/scheduler/clamp_adapter.h"
+#include "services/scheduler/executor_pool.h"
+#include "services/scheduler/job_dispatcher.h"
+#include "services/scheduler/scheduler_core.h"
+#include "services/scheduler/scheduler_grpc.h"
+
+namespace {
+
+std::vector<std::string> SplitCommas(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::stringstream in(item);
+    std::string part;
+    while (std::getline(in, part, ',')) {
+      if (!part.empty()) out.push_back(part);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace unmask;
+  services::BlockShutdownSignals();
+  std::signal(SIGPIPE, SIG_IGN);  // hiredis writes with write(2); a closed Redis socket must not kill us
+  std::string listen = "0.0.0.0:50051", redis, dispatch_policy = "least_busy", clamp_policy = "standard";
+  std::string api_keys_file, executor_precision = "bf16";
+  std::vector<std::string> executors, executors_dns, model_roots;
+  int drain_seconds = 30;
+  scheduler::SchedulerOptions options;
+  scheduler::DispatcherOptions dispatch;
+  dispatch.consumer_id = "scheduler-" + std::to_string(::getpid());
+  CLI::App app{"unmask-scheduler: the public API of unmask"};
+  app.add_option("--listen", listen, "gRPC listen address (port 0 picks one)")->capture_default_str();
+  app.add_option("--redis", redis, "Redis host:port; empty = the in-process queue (jobs do not survive a restart)");
+  app.add_option("--executors", executors, "Executor addresses host:port (comma-separated or repeated)");
+  app.add_option("--executors-dns", executors_dns, "host:port whose host resolves to every executor (a headless service)");
+  app.add_option("--dispatch-policy", dispatch_policy, "least_busy, round_robin or random")->capture_default_str();
+  app.add_option("--per-executor-limit", dispatch.per_executor_limit, "Max jobs per executor (0 = its own limit)");
+  app.add_option("--clamp-policy", clamp_policy, "off, standard or extreme")->capture_default_str();
+  app.add_option("--executor-precision", executor_precision, "What executors compute in (fp32, bf16), for the memory model")
+      ->capture_default_str();
+  app.add_option("--model-root", model_roots, "Directory of model directories (for tokenizer.json and config.json)");
+  app.add_option("--api-keys-file", api_keys_file, "File with one API key per line; unset = no authentication");
+  app.add_option("--max-queue", options.max_queue, "Queued jobs at most (then RESOURCE_EXHAUSTED)")->capture_default_str();
+  app.add_option("--default-gen-length", options.default_gen_length)->capture_default_str();
+  app.add_option("--default-block-length", options.default_block_length)->capture_default_str();
+  app.add_option("--dispatch-threads", dispatch.threads, "Jobs this replica runs at once")->capture_default_str();
+  app.add_option("--consumer-id", dispatch.consumer_id, "This replica's name in the Redis consumer group");
+  app.add_option("--reaper-min-idle-ms", dispatch.reaper_min_idle_ms, "Idle time after which a delivery is reclaimed")
+      ->capture_default_str();
+  app.add_option("--max-attempts", dispatch.max_attempts, "Attempts before a job is dead-lettered")->capture_default_str();
+  app.add_option("--drain-timeout-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto policy = scheduler::ParseDispatchPolicy(dispatch_policy);
+  auto clamp = memory::ParseClampPolicy(clamp_policy);
+  if (!policy.ok() || !clamp.ok()) {
+    std::cerr << "unmask-scheduler: " << (!policy.ok() ? policy.status() : clamp.status()).message() << "\n";
+    return 2;
+  }
+  dispatch.policy = *policy;
+  if (!api_keys_file.empty()) {
+    std::ifstream in(api_keys_file);
+    if (!in) {
+      std::cerr << "unmask-scheduler: --api-keys-file " << api_keys_file << ": cannot open\n";
+      return 2;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (!line.empty() && line[0] != '#') options.api_keys.push_back(line);
+    }
+  }
+
+  std::unique_ptr<jobs::JobStore> store;
+  if (redis.empty()) {
+    store = std::make_unique<jobs::MemoryJobStore>();
+  } else {
+    jobs::RedisJobStoreOptions redis_options;
+    const auto colon = redis.rfind(':');
+    redis_options.endpoint.host = redis.substr(0, colon);
+    if (colon != std::string::npos) {
+      try {
+        redis_options.endpoint.port = std::stoi(redis.substr(colon + 1));
+      } catch (const std::exception&) {
+        std::cerr << "unmask-scheduler: --redis " << redis << ": the port is not a number\n";
+        return 2;
+      }
+    }
+    if (const char* password = std::getenv("UNMASK_REDIS_PASSWORD")) redis_options.endpoint.password = password;
+    auto connected = jobs::RedisJobStore::Connect(redis_options);
+    if (!connected.ok()) {
+      std::cerr << "unmask-scheduler: --redis " << redis << ": " << connected.status().ToString() << "\n";
+      return 1;
+    }
+    store = std::move(*connected);
+  }
+  std::cout << "unmask-scheduler: " << store->Describe() << std::endl;
+
+  scheduler::ExecutorPoolOptions pool_options;
+  pool_options.addresses = SplitCommas(executors);
+  pool_options.dns_names = SplitCommas(executors_dns);
+  scheduler::ExecutorPool pool(pool_options);
+  pool.Start();
+  scheduler::ModelCatalog catalog(model_roots);
+  scheduler::SchedulerCore core(
+      *store, [&pool] { return pool.Snapshot(); }, catalog,
+      scheduler::MakeClamper(*clamp, executor_precision == "fp32" ? 4 : 2), options);
+  scheduler::JobDispatcher dispatcher(*store, pool, catalog, dispatch);
+  scheduler::SchedulerGrpcService service(core);
+  services::ServerRunner runner("Scheduler");
+  runner.AddService(&service);
+  if (auto s = runner.Start(listen); !s.ok()) {
+    std::cerr << "unmask-scheduler: " << s.ToString() << std::endl;
+    return 1;
+  }
+  dispatcher.Start();
+  runner.SetServing(true);
+  std::cout << "unmask-scheduler: listening on port " << runner.port() << std::endl;
+  runner.WaitForSignalAndDrain(std::chrono::seconds(drain_seconds));
+  dispatcher.Stop();
+  return 0;
+}

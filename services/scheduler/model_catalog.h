@@ -1,0 +1,32 @@
+// What the scheduler knows about each model: its config (from the executors serving it, or from
+// config.json under a model root) and its tokenizer (tokenizer.json under a model root).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/checkpoint/llada_config.h"
+#include "common/tokenizer/tokenizer.h"
+#include "services/scheduler/dispatch_policy.h"
+
+namespace unmask::scheduler {
+
+class ModelCatalog {
+ public:
+  explicit ModelCatalog(std::vector<std::string> model_roots) : roots_(std::move(model_roots)) {}
+
+  // NotFound when no executor serves the model and no model root holds it.
+  StatusOr<checkpoint::LladaConfig> Config(const std::string& model, const std::vector<ExecutorSnapshot>& executors);
+  // nullptr (not an error) when the model has no tokenizer.json under a model root.
+  StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> Tokenizer(const std::string& model);
+
+ private:
+  std::vector<std::string> roots_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const tokenizer::Tokenizer>> tokenizers_;
+};
+
+}  // namespace unmask::scheduler

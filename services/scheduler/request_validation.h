@@ -1,0 +1,20 @@
+// Field-by-field validation of the public GenerateRequest: every bad value is refused with
+// InvalidArgument naming the field and the allowed range. Checks that need the model (vocabulary,
+// max_sequence_length, divisibility after clamping) happen later, against the model's config.
+#pragma once
+
+#include "common/util/status.h"
+#include "unmask/v1/scheduler.pb.h"
+
+namespace unmask::scheduler {
+
+constexpr int kMinPriority = -10;
+constexpr int kMaxPriority = 10;
+constexpr std::int64_t kMaxGenLength = 16384;
+constexpr double kMaxDeadlineSeconds = 7 * 24 * 3600.0;
+constexpr std::size_t kMaxPromptBytes = 1 << 20;
+constexpr std::size_t kMaxIdempotencyKey = 128;
+
+Status ValidateGenerateRequest(const v1::GenerateRequest& request);
+
+}  // namespace unmask::scheduler

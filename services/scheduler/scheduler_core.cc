@@ -1,0 +1,274 @@
+#include "services/scheduler/scheduler_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "common/tokenizer/chat_template.h"
+#include "services/scheduler/request_validation.h"
+
+namespace unmask::scheduler {
+namespace {
+
+v1::GenerationParams ToProto(const sampler::GenerationParams& p, const std::string& sampler,
+                             const v1::GenerationParams& asked) {
+  v1::GenerationParams out = asked;
+  out.set_gen_length(p.gen_length);
+  out.set_block_length(p.block_length);
+  out.set_steps(p.steps);
+  out.set_temperature(p.temperature);
+  out.set_cfg_scale(p.cfg_scale);
+  out.set_sampler(sampler);
+  return out;
+}
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+SchedulerCore::SchedulerCore(jobs::JobStore& store, Snapshots executors, ModelCatalog& catalog, Clamper clamp,
+                             SchedulerOptions options)
+    : store_(store), executors_(std::move(executors)), catalog_(catalog), clamp_(std::move(clamp)),
+      options_(std::move(options)) {}
+
+Status SchedulerCore::CheckApiKey(const std::string& authorization) const {
+  if (options_.api_keys.empty()) return OkStatus();
+  const std::string prefix = "Bearer ";
+  if (authorization.rfind(prefix, 0) == 0) {
+    const std::string key = authorization.substr(prefix.size());
+    if (std::find(options_.api_keys.begin(), options_.api_keys.end(), key) != options_.api_keys.end()) return OkStatus();
+  }
+  return Status(StatusCode::kUnauthenticated, "a valid API key is required (metadata 'authorization: Bearer <key>')");
+}
+
+StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::GenerateRequest& r,
+                                                                const checkpoint::LladaConfig& config) {
+  std::vector<std::int64_t> ids;
+  if (r.prompt_case() == v1::GenerateRequest::kIds) {
+    ids.assign(r.ids().ids().begin(), r.ids().ids().end());
+  } else {
+    UNMASK_ASSIGN_OR_RETURN(auto tok, catalog_.Tokenizer(r.model()));
+    if (!tok) return FailedPreconditionError("model '" + r.model() + "' has no tokenizer.json under the scheduler's model roots; send ids");
+    std::vector<std::int32_t> encoded;
+    if (r.prompt_case() == v1::GenerateRequest::kText) {
+      UNMASK_ASSIGN_OR_RETURN(encoded, tok->Encode(r.text(), /*parse_special_tokens=*/true));
+    } else {
+      std::vector<tokenizer::ChatMessage> messages;
+      for (const auto& m : r.chat().messages()) messages.push_back({m.role(), m.content()});
+      UNMASK_ASSIGN_OR_RETURN(encoded, tokenizer::EncodeLladaChat(*tok, messages));
+    }
+    ids.assign(encoded.begin(), encoded.end());
+  }
+  if (ids.empty()) return InvalidArgumentError("prompt: encodes to no tokens");
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= config.embedding_size)
+      return InvalidArgumentError("ids[" + std::to_string(i) + "]: token id " + std::to_string(ids[i]) +
+                                  " is outside the vocabulary [0, " + std::to_string(config.embedding_size) + ")");
+  }
+  return ids;
+}
+
+StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r, const std::string& traceparent) {
+  UNMASK_RETURN_IF_ERROR(ValidateGenerateRequest(r));
+  const auto executors = executors_();
+  UNMASK_ASSIGN_OR_RETURN(auto config, catalog_.Config(r.model(), executors));
+  UNMASK_ASSIGN_OR_RETURN(auto prompt, EncodePrompt(r, config));
+
+  // Defaults first (what the official generate() would be called with), then the clamp.
+  ClampInput in{config, {}, r.params().sampler().empty() ? "reference" : r.params().sampler(),
+                static_cast<std::int64_t>(prompt.size()), 0};
+  auto& p = in.params;
+  p.gen_length = r.params().has_gen_length() ? r.params().gen_length() : options_.default_gen_length;
+  p.block_length = r.params().has_block_length() ? r.params().block_length()
+                                                  : std::min(options_.default_block_length, p.gen_length);
+  p.steps = r.params().has_steps() ? r.params().steps() : p.gen_length;
+  p.temperature = r.params().temperature();
+  p.cfg_scale = r.params().cfg_scale();
+  p.remasking = r.params().remasking() == v1::REMASKING_RANDOM ? sampler::Remasking::kRandom
+                                                                : sampler::Remasking::kLowConfidence;
+  p.mask_id = config.mask_token_id;
+  p.eos_id = config.eos_token_id;
+  for (const auto& e : executors) {
+    if (e.healthy && std::find(e.models.begin(), e.models.end(), r.model()) != e.models.end())
+      in.budget_bytes = std::max(in.budget_bytes, e.budget_bytes);
+  }
+  UNMASK_ASSIGN_OR_RETURN(ClampOutput out, clamp_(in));
+  UNMASK_RETURN_IF_ERROR(sampler::ValidateParams(out.params, config, in.prompt_length).WithContext("params"));
+
+  UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
+  if (depth >= options_.max_queue)
+    return ResourceExhaustedError("the queue is full (" + std::to_string(depth) + " jobs); try again later");
+
+  v1::StoredJob stored;
+  v1::RunRequest& run = *stored.mutable_run();
+  run.set_model_id(r.model());
+  for (auto id : prompt) run.add_prompt_ids(id);
+  *run.mutable_params() = ToProto(out.params, out.sampler, r.params());
+  run.set_traceparent(traceparent);
+  stored.set_partial_text(r.partial_text());
+  v1::Accepted& accepted = *stored.mutable_accepted();
+  *accepted.mutable_params() = run.params();
+  for (const auto& a : out.adjustments) *accepted.add_adjustments() = a;
+  accepted.set_prompt_tokens(static_cast<std::int64_t>(prompt.size()));
+
+  jobs::JobRecord record;
+  record.model = r.model();
+  record.payload = stored.SerializeAsString();
+  record.priority = r.priority();
+  record.deadline_unix_ms = r.deadline_seconds() > 0 ? NowMs() + static_cast<std::int64_t>(r.deadline_seconds() * 1000) : 0;
+  record.idempotency_key = r.idempotency_key();
+  record.traceparent = traceparent;
+  UNMASK_ASSIGN_OR_RETURN(jobs::SubmitResult submitted, store_.Submit(record));
+
+  v1::SubmitResponse resp;
+  resp.set_job_id(submitted.job_id);
+  if (submitted.duplicate) {
+    // The first submit's acceptance stands; report it, not this one's.
+    UNMASK_ASSIGN_OR_RETURN(jobs::JobRecord existing, store_.Get(submitted.job_id));
+    v1::StoredJob first;
+    if (first.ParseFromString(existing.payload)) *resp.mutable_accepted() = first.accepted();
+    resp.mutable_accepted()->set_duplicate(true);
+    return resp;
+  }
+  *resp.mutable_accepted() = accepted;
+  v1::JobEvent ev;
+  ev.set_job_id(submitted.job_id);
+  *ev.mutable_accepted() = accepted;
+  (void)store_.AppendEvent(submitted.job_id, ev.SerializeAsString());  // a claim may have closed the log already
+  return resp;
+}
+
+v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record) {
+  v1::JobEvent ev;
+  ev.set_job_id(record.job_id);
+  auto* failed = ev.mutable_failed();
+  switch (record.state) {
+    case jobs::JobState::kCancelled:
+      failed->set_code(static_cast<int>(StatusCode::kCancelled));
+      failed->set_message("cancelled");
+      break;
+    case jobs::JobState::kExpired:
+      failed->set_code(static_cast<int>(StatusCode::kDeadlineExceeded));
+      failed->set_message("the deadline passed while the job was queued");
+      break;
+    case jobs::JobState::kDead:
+      failed->set_code(static_cast<int>(StatusCode::kAborted));
+      failed->set_message("gave up after repeated executor failures: " + record.error);
+      break;
+    case jobs::JobState::kSucceeded: {
+      v1::Completed c;
+      if (c.ParseFromString(record.result)) {
+        *ev.mutable_completed() = c;
+        return ev;
+      }
+      failed->set_code(static_cast<int>(StatusCode::kDataLoss));
+      failed->set_message("the stored result cannot be read");
+      break;
+    }
+    default:
+      failed->set_code(static_cast<int>(StatusCode::kInternal));
+      failed->set_message(record.error.empty() ? "failed" : record.error);
+  }
+  return ev;
+}
+
+Status SchedulerCore::Watch(const std::string& job_id, const std::function<bool(const v1::JobEvent&)>& emit,
+                            const std::function<bool()>& stop) {
+  UNMASK_ASSIGN_OR_RETURN(jobs::JobRecord record, store_.Get(job_id));
+  std::int64_t next = 0;
+  std::int64_t last_position = -1;
+  while (!stop()) {
+    UNMASK_ASSIGN_OR_RETURN(jobs::EventBatch batch, store_.ReadEvents(job_id, next, 250));
+    for (const auto& bytes : batch.events) {
+      v1::JobEvent ev;
+      if (!ev.ParseFromString(bytes)) return DataLossError("job " + job_id + ": an event cannot be read");
+      if (!emit(ev)) return OkStatus();
+      if (ev.has_completed() || ev.has_failed()) return OkStatus();
+    }
+    next = batch.next_index;
+    if (batch.finished) {
+      // Ended without a terminal event in its log (cancelled while queued, expired, dead).
+      UNMASK_ASSIGN_OR_RETURN(record, store_.Get(job_id));
+      emit(TerminalEventFromRecord(record));
+      return OkStatus();
+    }
+    auto position = store_.Position(job_id);
+    if (position.ok() && *position != last_position) {
+      last_position = *position;
+      v1::JobEvent ev;
+      ev.set_job_id(job_id);
+      ev.mutable_queued()->set_position(*position);
+      auto depth = store_.QueueDepth();
+      ev.mutable_queued()->set_depth(depth.ok() ? *depth : 0);
+      if (!emit(ev)) return OkStatus();
+    }
+  }
+  return CancelledError("watch ended by the client");
+}
+
+namespace {
+v1::JobInfo InfoFromRecord(const jobs::JobRecord& r) {
+  v1::JobInfo info;
+  info.set_job_id(r.job_id);
+  info.set_model(r.model);
+  info.set_state(jobs::JobStateName(r.state));
+  info.set_executor(r.executor);
+  info.set_attempts(r.attempts);
+  info.set_created_unix(r.created_unix_ms / 1000.0);
+  if (r.state == jobs::JobState::kSucceeded) {
+    v1::Completed c;
+    if (c.ParseFromString(r.result)) *info.mutable_result() = c;
+  } else if (jobs::IsTerminal(r.state)) {
+    *info.mutable_error() = TerminalEventFromRecord(r).failed();
+  }
+  return info;
+}
+}  // namespace
+
+StatusOr<v1::JobInfo> SchedulerCore::GetJob(const std::string& job_id) {
+  if (job_id.empty()) return InvalidArgumentError("job_id: must not be empty");
+  UNMASK_ASSIGN_OR_RETURN(jobs::JobRecord r, store_.Get(job_id));
+  return InfoFromRecord(r);
+}
+
+StatusOr<v1::ListJobsResponse> SchedulerCore::ListJobs(const v1::ListJobsRequest& req) {
+  jobs::ListFilter filter;
+  if (!req.state().empty()) {
+    auto state = jobs::ParseJobState(req.state());
+    if (!state) return InvalidArgumentError("state: '" + req.state() + "' is not one of queued, running, succeeded, failed, cancelled, expired, dead");
+    filter.state = *state;
+  }
+  if (req.limit() < 0 || req.limit() > 1000) return InvalidArgumentError("limit: must be in [0, 1000]");
+  filter.limit = req.limit() == 0 ? 50 : req.limit();
+  UNMASK_ASSIGN_OR_RETURN(auto records, store_.List(filter));
+  v1::ListJobsResponse resp;
+  for (const auto& r : records) *resp.add_jobs() = InfoFromRecord(r);
+  return resp;
+}
+
+StatusOr<std::string> SchedulerCore::CancelJob(const std::string& job_id) {
+  if (job_id.empty()) return InvalidArgumentError("job_id: must not be empty");
+  UNMASK_ASSIGN_OR_RETURN(jobs::JobState state, store_.Cancel(job_id));
+  return std::string(jobs::JobStateName(state));
+}
+
+v1::ListServedModelsResponse SchedulerCore::ListModels() const {
+  std::map<std::string, v1::ModelEntry> models;
+  for (const auto& e : executors_()) {
+    if (!e.healthy) continue;
+    for (const auto& m : e.models) {
+      auto& entry = models[m];
+      entry.set_model(m);
+      entry.add_executors(e.executor_id.empty() ? e.address : e.executor_id);
+      entry.set_precision(e.precision);
+      entry.set_budget_bytes(std::max<std::uint64_t>(entry.budget_bytes(), e.budget_bytes));
+    }
+  }
+  v1::ListServedModelsResponse resp;
+  for (auto& [name, entry] : models) *resp.add_models() = entry;
+  return resp;
+}
+
+}  // namespace unmask::scheduler

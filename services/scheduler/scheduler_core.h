@@ -1,0 +1,79 @@
+// The scheduler's logic, free of gRPC server types: accepting a request (validate, encode the
+// prompt, fit it to memory, store it before acknowledging), the event stream of a job (from the
+// job store, so any replica can serve it), and the job queries.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/jobs/job_store.h"
+#include "common/sampler/generation_params.h"
+#include "services/scheduler/dispatch_policy.h"
+#include "services/scheduler/model_catalog.h"
+#include "unmask/v1/scheduler.pb.h"
+
+namespace unmask::scheduler {
+
+// The memory-aware clamp, as a seam: the parameters asked for (after defaults) in, the ones that
+// will run and every change out.
+struct ClampInput {
+  checkpoint::LladaConfig config;
+  sampler::GenerationParams params;
+  std::string sampler;  // mode name
+  std::int64_t prompt_length = 0;
+  std::uint64_t budget_bytes = 0;  // largest budget among the executors serving the model; 0 = unknown
+};
+struct ClampOutput {
+  sampler::GenerationParams params;
+  std::string sampler;
+  std::vector<v1::Adjustment> adjustments;
+};
+using Clamper = std::function<StatusOr<ClampOutput>(const ClampInput&)>;
+
+struct SchedulerOptions {
+  std::int64_t default_gen_length = 128;
+  std::int64_t default_block_length = 32;
+  std::int64_t max_queue = 1000;
+  std::vector<std::string> api_keys;  // empty = no authentication
+};
+
+class SchedulerCore {
+ public:
+  using Snapshots = std::function<std::vector<ExecutorSnapshot>()>;
+  SchedulerCore(jobs::JobStore& store, Snapshots executors, ModelCatalog& catalog, Clamper clamp,
+                SchedulerOptions options);
+
+  // Unauthenticated unless API keys are off or `authorization` is "Bearer <a configured key>".
+  Status CheckApiKey(const std::string& authorization) const;
+
+  // Validates, encodes, clamps and stores the job, then returns its id and what will run.
+  StatusOr<v1::SubmitResponse> Accept(const v1::GenerateRequest& request, const std::string& traceparent);
+
+  // Calls emit for every event of the job (replaying the ones already past, then following),
+  // with queue-position updates while it waits, until the job ends, emit returns false or
+  // stop() says so.
+  Status Watch(const std::string& job_id, const std::function<bool(const v1::JobEvent&)>& emit,
+               const std::function<bool()>& stop);
+
+  StatusOr<v1::JobInfo> GetJob(const std::string& job_id);
+  StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);
+  StatusOr<std::string> CancelJob(const std::string& job_id);
+  v1::ListServedModelsResponse ListModels() const;
+
+ private:
+  StatusOr<std::vector<std::int64_t>> EncodePrompt(const v1::GenerateRequest& request,
+                                                   const checkpoint::LladaConfig& config);
+
+  jobs::JobStore& store_;
+  Snapshots executors_;
+  ModelCatalog& catalog_;
+  Clamper clamp_;
+  SchedulerOptions options_;
+};
+
+// The terminal event of a job that ended without one in its log (cancelled while queued,
+// expired, dead-lettered).
+v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record);
+
+}  // namespace unmask::scheduler

@@ -1,0 +1,206 @@
+// End-to-end: the real binaries (loader, executors, schedulers, redis-server, the unmask CLI)
+// on loopback, used the way a user uses them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "tests/e2e/stack.h"
+#include "tests/engine/test_paths.h"
+
+namespace unmask::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+std::vector<json> JsonLines(const std::string& out) {
+  std::vector<json> lines;
+  std::stringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line, nullptr, false);
+    if (!j.is_discarded()) lines.push_back(j);
+  }
+  return lines;
+}
+
+std::string Ids(const json& ids) {
+  std::string s;
+  for (const auto& id : ids) s += (s.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
+  return s;
+}
+
+json GoldenCase(int index) {
+  std::ifstream in(TestDataPath("tiny-llada.golden.json"));
+  return json::parse(in)["cases"][index];
+}
+
+// ids of the completed event, as int64 (proto3 JSON prints int64 as strings).
+std::vector<std::int64_t> CompletedIds(const std::vector<json>& events) {
+  std::vector<std::int64_t> ids;
+  for (const auto& ev : events) {
+    if (!ev.contains("completed")) continue;
+    for (const auto& id : ev["completed"]["ids"]) ids.push_back(id.is_string() ? std::stoll(id.get<std::string>()) : id.get<std::int64_t>());
+  }
+  return ids;
+}
+
+std::string SubmitLong(const Stack& stack, int scheduler, int gen_length = 256) {
+  const std::string n = std::to_string(gen_length);
+  CliResult r = stack.Cli(scheduler, "submit --model tiny-llada --prompt-ids 1,2,3 --gen-length " + n + " --block-length " + n +
+                                         " --steps " + n);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  std::string id = r.out;
+  while (!id.empty() && (id.back() == '\n' || id.back() == '\r')) id.pop_back();
+  return id;
+}
+
+json Job(const Stack& stack, int scheduler, const std::string& id) {
+  CliResult r = stack.Cli(scheduler, "jobs --json --limit 1000");
+  auto j = json::parse(r.out, nullptr, false);
+  if (j.is_discarded() || !j.contains("jobs")) return json();
+  for (const auto& job : j["jobs"]) {
+    if (job["job_id"] == id) return job;
+  }
+  return json();
+}
+
+TEST(ServicesEndToEndTest, GenerateThroughTheWholeStackMatchesTheGoldenOutput) {
+  Stack stack;
+  stack.StartLoader();
+  stack.StartExecutor();
+  const int s = stack.StartScheduler();
+  EXPECT_THAT(stack.scheduler(s).output(), HasSubstr("jobs do not survive a restart"));
+
+  const json c = GoldenCase(0);
+  CliResult r = stack.Cli(s, "generate --model tiny-llada --prompt-ids " + Ids(c["prompt"][0]) +
+                                 " --gen-length 16 --block-length 16 --steps 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto events = JsonLines(r.out);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(events.front().contains("accepted")) << r.out;
+  int steps = 0, started = 0;
+  for (const auto& ev : events) {
+    steps += ev.contains("step");
+    started += ev.contains("started");
+  }
+  EXPECT_EQ(steps, 16);
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(CompletedIds(events), c["output"][0].get<std::vector<std::int64_t>>());
+
+  // Text in through the chat template, text out.
+  r = stack.Cli(s, "generate --model tiny-llada --chat 'Hello there' --gen-length 8 --block-length 8 --steps 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(JsonLines(r.out).back().contains("completed")) << r.out;
+
+  // Bad input is refused naming the field; an unknown model is NOT_FOUND.
+  r = stack.Cli(s, "generate --model tiny-llada --prompt-ids 1,2 --gen-length 12 --block-length 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("gen_length (12) must be divisible by block_length (8)"));
+  r = stack.Cli(s, "generate --model nope --prompt-ids 1,2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("'nope'"));
+
+  r = stack.Cli(s, "models");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("tiny-llada"));
+  for (const std::string& addr : {stack.loader_address(), stack.executor_address(0), stack.scheduler_address(s)}) {
+    r = stack.Cli(s, "health --addr " + addr);
+    EXPECT_EQ(r.exit_code, 0) << addr << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("SERVING"));
+  }
+}
+
+TEST(ServicesEndToEndTest, RedisJobsCanBeWatchedCancelledAndResubmittedFromAnyReplica) {
+  Stack stack;
+  stack.StartRedis();
+  stack.StartLoader();
+  stack.StartExecutor();
+  const int a = stack.StartScheduler();
+  const int b = stack.StartScheduler();
+  EXPECT_THAT(stack.scheduler(a).output(), HasSubstr("Redis job store"));
+
+  CliResult r = stack.Cli(a, "submit --model tiny-llada --prompt-ids 5,6,7 --gen-length 16 --block-length 8 --steps 16 --idempotency-key k1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  CliResult again = stack.Cli(b, "submit --model tiny-llada --prompt-ids 5,6,7 --gen-length 16 --block-length 8 --steps 16 --idempotency-key k1");
+  EXPECT_EQ(again.out.substr(0, again.out.find('\n')), id) << "a retried submit ran twice";
+
+  r = stack.Cli(b, "watch " + id + " --json");  // from the replica that did not accept it
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(CompletedIds(JsonLines(r.out)).size(), 16u) << r.out;
+
+  const std::string long_id = SubmitLong(stack, a);
+  r = stack.Cli(b, "cancel " + long_id);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = stack.Cli(a, "watch " + long_id + " --json");
+  const auto events = JsonLines(r.out);
+  ASSERT_FALSE(events.empty()) << r.out;
+  ASSERT_TRUE(events.back().contains("failed")) << r.out;
+  EXPECT_EQ(events.back()["failed"]["code"], 1);  // CANCELLED
+}
+
+TEST(ServicesEndToEndTest, JobsOfAKilledSchedulerAreFinishedByAnother) {
+  Stack stack;
+  stack.StartRedis();
+  stack.StartLoader();
+  const int a = stack.StartScheduler();  // no executors yet: its jobs wait
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    CliResult r = stack.Cli(a, "submit --model tiny-llada --prompt-ids " + std::to_string(10 + i) +
+                                   ",2,3 --gen-length 8 --block-length 8 --steps 8");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ids.push_back(r.out.substr(0, r.out.find('\n')));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let it claim some of them
+  stack.scheduler(a).Kill(SIGKILL);
+  stack.scheduler(a).Wait();
+
+  stack.StartExecutor();
+  const int b = stack.StartScheduler({"--reaper-min-idle-ms", "1000"});
+  for (const auto& id : ids) {
+    CliResult r = stack.Cli(b, "--timeout 60 watch " + id + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(CompletedIds(JsonLines(r.out)).size(), 8u) << "job " << id << " was lost:\n" << r.out;
+  }
+}
+
+TEST(ServicesEndToEndTest, AJobOfAKilledExecutorIsFinishedElsewhere) {
+  Stack stack;
+  stack.StartRedis();
+  stack.StartLoader();
+  stack.StartExecutor();
+  stack.StartExecutor();
+  const int s = stack.StartScheduler();
+  const std::string id = SubmitLong(stack, s, 128);
+  std::string executor;
+  for (int i = 0; i < 300 && executor.empty(); ++i) {
+    json job = Job(stack, s, id);
+    if (!job.is_null() && job.value("state", "") == "running" && !job.value("executor", "").empty()) executor = job["executor"];
+    if (executor.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(executor.empty()) << "the job never started";
+  const int victim = executor == "executor-0" ? 0 : 1;
+  stack.executor(victim).Kill(SIGKILL);
+  stack.executor(victim).Wait();
+
+  CliResult r = stack.Cli(s, "--timeout 280 watch " + id + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto events = JsonLines(r.out);
+  EXPECT_EQ(CompletedIds(events).size(), 128u) << r.out;
+  std::vector<std::string> runners;
+  for (const auto& ev : events) {
+    if (ev.contains("started")) runners.push_back(ev["started"]["executor"]);
+  }
+  ASSERT_GE(runners.size(), 2u) << r.out;
+  EXPECT_EQ(runners.front(), executor);
+  EXPECT_NE(runners.back(), executor);
+}
+
+}  // namespace
+}  // namespace unmask::testing

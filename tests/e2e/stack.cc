@@ -1,0 +1,93 @@
+#include "tests/e2e/stack.h"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include "tests/engine/test_paths.h"
+
+namespace unmask::testing {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr auto kStartTimeout = std::chrono::seconds(60);
+
+int MustPort(Process& p, const std::string& needle, const std::string& what) {
+  const int port = p.WaitForPort(needle, kStartTimeout);
+  if (port <= 0) throw std::runtime_error(what + " did not start:\n" + p.output());
+  return port;
+}
+}  // namespace
+
+Stack::Stack() {
+  const std::string model = root_.File("tiny-llada");
+  fs::create_directories(model);
+  for (const auto& f : fs::directory_iterator(TestDataPath("tiny-llada")))
+    fs::copy_file(f.path(), model + "/" + f.path().filename().string());
+  fs::copy_file(TestDataPath("tokenizers/llada-like.tokenizer.json"), model + "/tokenizer.json");
+}
+
+Stack::~Stack() {
+  for (auto& s : schedulers_) s.reset();
+  for (auto& e : executors_) e.reset();
+  loader_.reset();
+  redis_.reset();
+}
+
+void Stack::StartRedis(bool append_only) {
+  redis_port_ = FreePort();
+  std::vector<std::string> argv = {REDIS_SERVER_BIN, "--port", std::to_string(redis_port_), "--bind", "127.0.0.1",
+                                   "--save", "", "--dir", root_.path()};
+  argv.insert(argv.end(), {"--appendonly", append_only ? "yes" : "no"});
+  redis_ = std::make_unique<Process>(argv);
+  if (redis_->WaitForLine("Ready to accept connections", kStartTimeout).empty())
+    throw std::runtime_error("redis-server did not start:\n" + redis_->output());
+}
+
+void Stack::StartLoader() {
+  loader_ = std::make_unique<Process>(
+      std::vector<std::string>{LOADER_BIN, "--listen", "127.0.0.1:0", "--model-root", root_.path(), "--drain-timeout-seconds", "2"});
+  loader_port_ = MustPort(*loader_, "listening on port", "unmask-loader");
+}
+
+int Stack::StartExecutor(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {EXECUTOR_BIN, "--listen", "127.0.0.1:0", "--loader", loader_address(),
+                                   "--model", "tiny-llada", "--precision", "fp32", "--load-precision", "bf16",
+                                   "--executor-id", "executor-" + std::to_string(executors_.size()),
+                                   "--drain-timeout-seconds", "2"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  executors_.push_back(std::make_unique<Process>(argv));
+  executor_ports_.push_back(MustPort(*executors_.back(), "on port", "unmask-executor"));
+  return static_cast<int>(executors_.size()) - 1;
+}
+
+int Stack::StartScheduler(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {SCHEDULER_BIN, "--listen", "127.0.0.1:0", "--model-root", root_.path(),
+                                   "--drain-timeout-seconds", "2", "--consumer-id",
+                                   "scheduler-" + std::to_string(schedulers_.size())};
+  std::string addresses;
+  for (std::size_t i = 0; i < executor_ports_.size(); ++i) addresses += (i ? "," : "") + executor_address(static_cast<int>(i));
+  if (!addresses.empty()) argv.insert(argv.end(), {"--executors", addresses});
+  if (redis_port_ > 0) argv.insert(argv.end(), {"--redis", redis_address()});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  schedulers_.push_back(std::make_unique<Process>(argv));
+  scheduler_ports_.push_back(MustPort(*schedulers_.back(), "listening on port", "unmask-scheduler"));
+  return static_cast<int>(schedulers_.size()) - 1;
+}
+
+CliResult Stack::Cli(int scheduler, const std::string& args) const {
+  CliResult r;
+  const std::string cmd = std::string(CLI_BIN) + " --scheduler " + scheduler_address(scheduler) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace unmask::testing

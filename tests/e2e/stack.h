@@ -1,0 +1,51 @@
+// The whole unmask stack as real processes on loopback, for end-to-end tests: a model root
+// with the golden checkpoint, optionally redis-server, the loader, executors, schedulers, and
+// the `unmask` CLI to talk to them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/process.h"
+#include "tests/engine/temp_checkpoint.h"
+
+namespace unmask::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+class Stack {
+ public:
+  Stack();  // writes the model root (tiny-llada with the llada-like tokenizer)
+  ~Stack();
+
+  void StartRedis(bool append_only = false);
+  void StartLoader();
+  // Returns the executor's index; its address is executor_address(i).
+  int StartExecutor(const std::vector<std::string>& extra = {});
+  // Returns the scheduler's index.
+  int StartScheduler(const std::vector<std::string>& extra = {});
+
+  std::string redis_address() const { return "127.0.0.1:" + std::to_string(redis_port_); }
+  std::string loader_address() const { return "127.0.0.1:" + std::to_string(loader_port_); }
+  std::string executor_address(int i) const { return "127.0.0.1:" + std::to_string(executor_ports_[i]); }
+  std::string scheduler_address(int i) const { return "127.0.0.1:" + std::to_string(scheduler_ports_[i]); }
+  Process& executor(int i) { return *executors_[i]; }
+  Process& scheduler(int i) { return *schedulers_[i]; }
+  const std::string& model_root() const { return root_.path(); }
+
+  // Runs `unmask <args>` against scheduler i.
+  CliResult Cli(int scheduler, const std::string& args) const;
+
+ private:
+  TempDir root_;
+  std::unique_ptr<Process> redis_, loader_;
+  std::vector<std::unique_ptr<Process>> executors_, schedulers_;
+  int redis_port_ = 0, loader_port_ = 0;
+  std::vector<int> executor_ports_, scheduler_ports_;
+};
+
+}  // namespace unmask::testing

@@ -1,0 +1,27 @@
+// What every `unmask` subcommand shares: where the scheduler is and how to authenticate.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+namespace unmask::cli {
+
+struct ClientOptions {
+  std::string scheduler = "127.0.0.1:50051";
+  std::string api_key;
+  std::string api_key_file;
+  double timeout_seconds = 0;  // 0 = none
+
+  // The API key from --api-key or the first line of --api-key-file (empty when neither).
+  std::string Key() const;
+  // A context with the key ("authorization: Bearer ...") and the deadline applied.
+  std::unique_ptr<grpc::ClientContext> Context() const;
+  std::shared_ptr<grpc::Channel> Channel(const std::string& address) const;
+};
+
+void AddClientOptions(CLI::App& app, ClientOptions& options);
+
+}  // namespace unmask::cli

@@ -1,0 +1,175 @@
+#include <unistd.h>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "common/util/status.h"
+
+#include "tools/unmask_cli/commands.h"
+#include "tools/unmask_cli/live_view.h"
+#include "unmask/v1/scheduler.grpc.pb.h"
+
+namespace unmask::cli {
+namespace {
+
+struct GenerateFlags {
+  std::string model, prompt, chat, system, prompt_ids, sampler, remasking = "low_confidence", idempotency_key;
+  std::int64_t gen_length = 0, block_length = 0, steps = 0;
+  double temperature = 0, cfg_scale = 0, threshold = 0, deadline = 0;
+  std::uint64_t seed = 0;
+  int priority = 0;
+  bool json = false, no_live = false, stop_at_eos = false;
+};
+
+void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
+  cmd->add_option("--model", f.model, "Model id")->required();
+  cmd->add_option("--prompt", f.prompt, "Prompt text");
+  cmd->add_option("--chat", f.chat, "A user message, wrapped in the chat template");
+  cmd->add_option("--system", f.system, "System message for --chat");
+  cmd->add_option("--prompt-ids", f.prompt_ids, "Prompt token ids, e.g. 1,2,3");
+  cmd->add_option("--gen-length", f.gen_length, "Tokens to generate (default: the server's)");
+  cmd->add_option("--block-length", f.block_length, "Block length");
+  cmd->add_option("--steps", f.steps, "Diffusion steps");
+  cmd->add_option("--temperature", f.temperature, "Sampling temperature");
+  cmd->add_option("--cfg-scale", f.cfg_scale, "Classifier-free guidance scale");
+  cmd->add_option("--remasking", f.remasking, "low_confidence or random")->capture_default_str();
+  cmd->add_option("--sampler", f.sampler, "reference, block_logits, dual_cache+threshold, ...");
+  cmd->add_option("--threshold", f.threshold, "Confidence threshold for parallel decoding");
+  cmd->add_option("--seed", f.seed, "Seed");
+  cmd->add_option("--priority", f.priority, "-10..10, higher first");
+  cmd->add_option("--deadline", f.deadline, "Seconds until a queued job expires (0 = none)");
+  cmd->add_option("--idempotency-key", f.idempotency_key, "Makes a retried submit return the same job");
+  cmd->add_flag("--stop-at-eos", f.stop_at_eos, "Cut the output at the first EOS / EoT");
+  cmd->add_flag("--json", f.json, "Print the events as JSON lines (for scripts)");
+  cmd->add_flag("--no-live", f.no_live, "Do not redraw the text after every step");
+}
+
+StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
+  v1::GenerateRequest r;
+  r.set_model(f.model);
+  const int sources = !f.prompt.empty() + !f.chat.empty() + !f.prompt_ids.empty();
+  if (sources != 1) return InvalidArgumentError("give exactly one of --prompt, --chat, --prompt-ids");
+  if (!f.prompt.empty()) r.set_text(f.prompt);
+  if (!f.chat.empty()) {
+    if (!f.system.empty()) {
+      auto* m = r.mutable_chat()->add_messages();
+      m->set_role("system");
+      m->set_content(f.system);
+    }
+    auto* m = r.mutable_chat()->add_messages();
+    m->set_role("user");
+    m->set_content(f.chat);
+  }
+  if (!f.prompt_ids.empty()) {
+    std::stringstream in(f.prompt_ids);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      try {
+        std::size_t used = 0;
+        const long long v = std::stoll(item, &used);
+        if (used != item.size()) throw std::invalid_argument(item);
+        r.mutable_ids()->add_ids(v);
+      } catch (const std::exception&) {
+        return InvalidArgumentError("--prompt-ids: '" + item + "' is not an integer");
+      }
+    }
+  }
+  auto* p = r.mutable_params();
+  if (f.gen_length) p->set_gen_length(f.gen_length);
+  if (f.block_length) p->set_block_length(f.block_length);
+  if (f.steps) p->set_steps(f.steps);
+  p->set_temperature(f.temperature);
+  p->set_cfg_scale(f.cfg_scale);
+  if (f.remasking == "random") {
+    p->set_remasking(v1::REMASKING_RANDOM);
+  } else if (f.remasking != "low_confidence") {
+    return InvalidArgumentError("--remasking '" + f.remasking + "' is not one of low_confidence, random");
+  }
+  p->set_sampler(f.sampler);
+  p->set_threshold(f.threshold);
+  p->set_seed(f.seed);
+  p->set_stop_at_eos(f.stop_at_eos);
+  r.set_priority(f.priority);
+  r.set_deadline_seconds(f.deadline);
+  r.set_idempotency_key(f.idempotency_key);
+  r.set_partial_text(!f.json && !f.no_live && ::isatty(1));
+  return r;
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+}  // namespace
+
+int ReportStatus(const char* command, const grpc::Status& s) {
+  std::cerr << "unmask " << command << ": " << s.error_code() << " " << s.error_message() << "\n";
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED: return 2;
+    default: return 1;
+  }
+}
+
+// Streams a job's events (from Generate or Watch) to the terminal or as JSON lines.
+int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command) {
+  LiveView view(std::cout, ::isatty(1) && !json);
+  v1::JobEvent ev;
+  int code = 0;
+  while (reader.Read(&ev)) {
+    if (json) {
+      std::cout << ToJson(ev) << std::endl;
+      if (ev.has_failed()) code = 1;
+    } else if (!view.OnEvent(ev)) {
+      code = view.exit_code();
+    }
+  }
+  grpc::Status s = reader.Finish();
+  if (!s.ok()) return ReportStatus(command, s);
+  return code;
+}
+
+void AddGenerateCommands(CLI::App& app, const ClientOptions& client) {
+  auto gen = std::make_shared<GenerateFlags>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate and watch the text unmask step by step");
+  AddGenerateFlags(cmd, *gen);
+  cmd->callback([gen, &client] {
+    auto req = BuildRequest(*gen);
+    if (!req.ok()) {
+      std::cerr << "unmask generate: " << req.status().message() << "\n";
+      throw CLI::RuntimeError(2);
+    }
+    auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
+    auto ctx = client.Context();
+    auto reader = stub->Generate(ctx.get(), *req);
+    throw CLI::RuntimeError(StreamEvents(*reader, gen->json, "generate"));
+  });
+
+  auto sub = std::make_shared<GenerateFlags>();
+  CLI::App* submit = app.add_subcommand("submit", "Queue a generation and print its job id");
+  AddGenerateFlags(submit, *sub);
+  submit->callback([sub, &client] {
+    auto req = BuildRequest(*sub);
+    if (!req.ok()) {
+      std::cerr << "unmask submit: " << req.status().message() << "\n";
+      throw CLI::RuntimeError(2);
+    }
+    auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
+    auto ctx = client.Context();
+    v1::SubmitResponse resp;
+    grpc::Status s = stub->Submit(ctx.get(), *req, &resp);
+    if (!s.ok()) throw CLI::RuntimeError(ReportStatus("submit", s));
+    std::cout << (sub->json ? ToJson(resp) : resp.job_id()) << std::endl;
+    throw CLI::RuntimeError(0);
+  });
+}
+
+}  // namespace unmask::cli

@@ -1,0 +1,104 @@
+#include <google/protobuf/util/json_util.h>
+
+#include <iomanip>
+#include <iostream>
+
+#include "tools/unmask_cli/commands.h"
+#include "unmask/v1/scheduler.grpc.pb.h"
+
+namespace unmask::cli {
+
+int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command);
+
+namespace {
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App& app, const ClientOptions& client) {
+  struct Flags {
+    std::string job_id, state;
+    int limit = 50;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+
+  CLI::App* watch = app.add_subcommand("watch", "Stream the events of a job (from any scheduler replica)");
+  watch->add_option("job_id", f->job_id, "Job id")->required();
+  watch->add_flag("--json", f->json, "JSON lines");
+  watch->callback([f, &client] {
+    auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
+    auto ctx = client.Context();
+    v1::WatchRequest req;
+    req.set_job_id(f->job_id);
+    auto reader = stub->Watch(ctx.get(), req);
+    throw CLI::RuntimeError(StreamEvents(*reader, f->json, "watch"));
+  });
+
+  CLI::App* jobs = app.add_subcommand("jobs", "List jobs");
+  jobs->add_option("--state", f->state, "queued, running, succeeded, failed, cancelled, expired, dead");
+  jobs->add_option("--limit", f->limit, "At most this many")->capture_default_str();
+  jobs->add_flag("--json", f->json, "JSON");
+  jobs->callback([f, &client] {
+    auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
+    auto ctx = client.Context();
+    v1::ListJobsRequest req;
+    req.set_state(f->state);
+    req.set_limit(f->limit);
+    v1::ListJobsResponse resp;
+    grpc::Status s = stub->ListJobs(ctx.get(), req, &resp);
+    if (!s.ok()) throw CLI::RuntimeError(ReportStatus("jobs", s));
+    if (f->json) {
+      std::cout << Json(resp) << std::endl;
+    } else {
+      std::cout << std::left << std::setw(38) << "JOB" << std::setw(12) << "STATE" << std::setw(20) << "MODEL"
+                << "EXECUTOR\n";
+      for (const auto& j : resp.jobs())
+        std::cout << std::setw(38) << j.job_id() << std::setw(12) << j.state() << std::setw(20) << j.model()
+                  << j.executor() << "\n";
+    }
+    throw CLI::RuntimeError(0);
+  });
+
+  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running job");
+  cancel->add_option("job_id", f->job_id, "Job id")->required();
+  cancel->callback([f, &client] {
+    auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
+    auto ctx = client.Context();
+    v1::CancelJobRequest req;
+    req.set_job_id(f->job_id);
+    v1::CancelJobResponse resp;
+    grpc::Status s = stub->CancelJob(ctx.get(), req, &resp);
+    if (!s.ok()) throw CLI::RuntimeError(ReportStatus("cancel", s));
+    std::cout << f->job_id << " " << resp.state() << std::endl;
+    throw CLI::RuntimeError(0);
+  });
+
+  CLI::App* models = app.add_subcommand("models", "List the models the executors serve");
+  models->add_flag("--json", f->json, "JSON");
+  models->callback([f, &client] {
+    auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
+    auto ctx = client.Context();
+    v1::ListServedModelsResponse resp;
+    grpc::Status s = stub->ListModels(ctx.get(), v1::ListServedModelsRequest(), &resp);
+    if (!s.ok()) throw CLI::RuntimeError(ReportStatus("models", s));
+    if (f->json) {
+      std::cout << Json(resp) << std::endl;
+    } else {
+      for (const auto& m : resp.models()) {
+        std::cout << m.model() << "  precision " << m.precision() << "  executors " << m.executors_size() << "  budget "
+                  << m.budget_bytes() / (1 << 20) << " MiB\n";
+      }
+    }
+    throw CLI::RuntimeError(0);
+  });
+}
+
+}  // namespace unmask::cli

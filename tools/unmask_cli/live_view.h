@@ -1,0 +1,31 @@
+// The terminal view of a generation: the text so far with masked positions shown as blocks,
+// redrawn in place after every step on a terminal; plain lines elsewhere.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "unmask/v1/scheduler.pb.h"
+
+namespace unmask::cli {
+
+class LiveView {
+ public:
+  LiveView(std::ostream& out, bool terminal) : out_(out), terminal_(terminal) {}
+  // Returns false when the event ends the job.
+  bool OnEvent(const v1::JobEvent& event);
+  int exit_code() const { return exit_code_; }
+
+ private:
+  void Redraw(const std::string& text);
+
+  std::ostream& out_;
+  bool terminal_;
+  std::size_t drawn_lines_ = 0;
+  int exit_code_ = 0;
+};
+
+// A one-line progress bar: "[#####.....] 52% 3/6 layers 1.2/2.3 GB name".
+std::string ProgressBar(double fraction, int width);
+
+}  // namespace unmask::cli
