@@ -133,10 +133,6 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
     return resp;
   }
   *resp.mutable_accepted() = accepted;
-  v1::JobEvent ev;
-  ev.set_job_id(submitted.job_id);
-  *ev.mutable_accepted() = accepted;
-  (void)store_.AppendEvent(submitted.job_id, ev.SerializeAsString());  // a claim may have closed the log already
   return resp;
 }
 
@@ -175,8 +171,17 @@ v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record) {
 }
 
 Status SchedulerCore::Watch(const std::string& job_id, const std::function<bool(const v1::JobEvent&)>& emit,
-                            const std::function<bool()>& stop) {
+                            const std::function<bool()>& stop, bool duplicate) {
   UNMASK_ASSIGN_OR_RETURN(jobs::JobRecord record, store_.Get(job_id));
+  // The acceptance comes from the stored payload, so it is always the first event, whichever
+  // replica accepted the job and however fast a dispatcher started it.
+  v1::StoredJob stored;
+  if (!stored.ParseFromString(record.payload)) return DataLossError("job " + job_id + ": the stored request cannot be read");
+  v1::JobEvent accepted;
+  accepted.set_job_id(job_id);
+  *accepted.mutable_accepted() = stored.accepted();
+  accepted.mutable_accepted()->set_duplicate(duplicate);
+  if (!emit(accepted)) return OkStatus();
   std::int64_t next = 0;
   std::int64_t last_position = -1;
   while (!stop()) {

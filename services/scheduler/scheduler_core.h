@@ -50,11 +50,11 @@ class SchedulerCore {
   // Validates, encodes, clamps and stores the job, then returns its id and what will run.
   StatusOr<v1::SubmitResponse> Accept(const v1::GenerateRequest& request, const std::string& traceparent);
 
-  // Calls emit for every event of the job (replaying the ones already past, then following),
-  // with queue-position updates while it waits, until the job ends, emit returns false or
-  // stop() says so.
+  // Calls emit for every event of the job: its acceptance first, then the ones already past,
+  // then new ones as they come, with queue-position updates while it waits, until the job ends,
+  // emit returns false or stop() says so. `duplicate` marks the acceptance as an earlier submit's.
   Status Watch(const std::string& job_id, const std::function<bool(const v1::JobEvent&)>& emit,
-               const std::function<bool()>& stop);
+               const std::function<bool()>& stop, bool duplicate = false);
 
   StatusOr<v1::JobInfo> GetJob(const std::string& job_id);
   StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request);

@@ -37,16 +37,9 @@ grpc::Status SchedulerGrpcService::Generate(grpc::ServerContext* ctx, const v1::
                                             grpc::ServerWriter<v1::JobEvent>* writer) {
   return Handle(core_, ctx, [&]() -> Status {
     UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted, core_.Accept(*req, Metadata(ctx, "traceparent")));
-    if (accepted.accepted().duplicate()) {
-      v1::JobEvent ev;
-      ev.set_job_id(accepted.job_id());
-      *ev.mutable_accepted() = accepted.accepted();
-      writer->Write(ev);
-    }
-    // The Accepted event is the first one in the job's log; Watch replays it.
     return core_.Watch(
         accepted.job_id(), [&](const v1::JobEvent& ev) { return writer->Write(ev); },
-        [&] { return ctx->IsCancelled(); });
+        [&] { return ctx->IsCancelled(); }, accepted.accepted().duplicate());
   });
 }
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed)->capture_default_str();
   app.add_option("--init-std", o.init_std)->capture_default_str();
   app.add_option("--tokenizer", o.tokenizer, "tokenizer.json to copy into the model directory");
+  app.add_option("--active-vocab", o.active_vocab, "Zero the LM head rows of ids >= N (random models then emit only ids < N)");
   // The LLaDA-8B shape unless told otherwise.
   c.d_model = 4096;
   c.n_layers = 32;

@@ -1,6 +1,7 @@
 #include "tools/make_model/make_model.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,10 @@ Status MakeModel(const std::string& dir, const MakeModelOptions& o) {
     values.resize(n);
     const bool is_norm = spec.shape.size() == 1;
     for (auto& v : values) v = is_norm ? 1.0f : normal(rng);
+    const bool is_head = spec.name == "model.transformer.ff_out.weight";
+    if (is_head && o.active_vocab > 0 && o.active_vocab < spec.shape[0]) {
+      std::fill(values.begin() + o.active_vocab * spec.shape[1], values.end(), 0.0f);
+    }
     if (spec.dtype == checkpoint::DType::kF32) {
       std::memcpy(dst, values.data(), n * 4);
       return;

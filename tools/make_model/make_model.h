@@ -18,6 +18,9 @@ struct MakeModelOptions {
   std::uint64_t seed = 0;
   float init_std = 0.02f;  // LLaDA's init_std
   std::string tokenizer;   // optional tokenizer.json copied next to the weights
+  // > 0: LM head rows of ids >= active_vocab are zero, so that a random model only picks ids
+  // below it (e.g. the ids a small demo tokenizer knows) and its output decodes to text.
+  std::int64_t active_vocab = 0;
 };
 
 // Writes config.json, the shards and the index into `dir` (created if needed).
