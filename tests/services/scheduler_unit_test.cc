@@ -1,0 +1,189 @@
+// Scheduler logic without servers: request validation (every field), dispatch policies, and the
+// clamp adapter's reporting.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "services/scheduler/clamp_adapter.h"
+#include "services/scheduler/dispatch_policy.h"
+#include "services/scheduler/request_validation.h"
+
+namespace unmask::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::GenerateRequest Valid() {
+  v1::GenerateRequest r;
+  r.set_model("m");
+  r.mutable_ids()->add_ids(1);
+  return r;
+}
+
+TEST(RequestValidationTest, AValidRequestPasses) { EXPECT_TRUE(ValidateGenerateRequest(Valid()).ok()); }
+
+TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
+  struct Case {
+    std::function<void(v1::GenerateRequest&)> edit;
+    const char* expected;
+  } cases[] = {
+      {[](auto& r) { r.set_model(""); }, "model: must name a model"},
+      {[](auto& r) { r.set_model(std::string(300, 'x')); }, "model: must be at most 256 characters"},
+      {[](auto& r) { r.clear_ids(); }, "prompt: set one of text, chat or ids"},
+      {[](auto& r) { r.set_text(""); }, "text: must not be empty"},
+      {[](auto& r) { r.mutable_ids()->add_ids(-3); }, "ids[1]: must be >= 0, got -3"},
+      {[](auto& r) { r.mutable_ids()->clear_ids(); }, "ids: must hold at least one token id"},
+      {[](auto& r) { r.mutable_chat(); }, "chat.messages: must hold at least one message"},
+      {[](auto& r) {
+         auto* m = r.mutable_chat()->add_messages();
+         m->set_role("robot");
+       },
+       "chat.messages[0].role: must be system, user or assistant, got 'robot'"},
+      {[](auto& r) {
+         r.mutable_chat()->add_messages()->set_role("user");
+         r.mutable_chat()->add_messages()->set_role("system");
+         r.mutable_chat()->add_messages()->set_role("user");
+       },
+       "chat.messages[1].role: system is allowed only as the first message"},
+      {[](auto& r) {
+         r.mutable_chat()->add_messages()->set_role("user");
+         r.mutable_chat()->add_messages()->set_role("assistant");
+       },
+       "chat.messages: must end with a user message"},
+      {[](auto& r) { r.mutable_params()->set_gen_length(0); }, "params.gen_length: must be in [1, 16384], got 0"},
+      {[](auto& r) { r.mutable_params()->set_gen_length(20000); }, "params.gen_length: must be in [1, 16384]"},
+      {[](auto& r) { r.mutable_params()->set_block_length(-1); }, "params.block_length: must be >= 1"},
+      {[](auto& r) { r.mutable_params()->set_steps(0); }, "params.steps: must be >= 1"},
+      {[](auto& r) { r.mutable_params()->set_temperature(-0.5); }, "params.temperature: must be in [0, 100], got -0.5"},
+      {[](auto& r) { r.mutable_params()->set_cfg_scale(1e9); }, "params.cfg_scale: must be in [0, 100]"},
+      {[](auto& r) { r.mutable_params()->set_remasking(static_cast<v1::Remasking>(9)); }, "params.remasking"},
+      {[](auto& r) { r.mutable_params()->set_sampler("warp"); }, "params.sampler"},
+      {[](auto& r) { r.mutable_params()->set_threshold(1.5); }, "params.threshold: must be in [0, 1]"},
+      {[](auto& r) { r.mutable_params()->set_factor(-1); }, "params.factor: must be >= 0"},
+      {[](auto& r) { r.set_priority(11); }, "priority: must be in [-10, 10], got 11"},
+      {[](auto& r) { r.set_deadline_seconds(-1); }, "deadline_seconds: must be in [0, 604800]"},
+      {[](auto& r) { r.set_idempotency_key("has space"); }, "idempotency_key: must be printable ASCII without spaces"},
+      {[](auto& r) { r.set_idempotency_key(std::string(200, 'k')); }, "idempotency_key: must be at most 128 characters"},
+  };
+  for (const auto& c : cases) {
+    v1::GenerateRequest r = Valid();
+    c.edit(r);
+    Status s = ValidateGenerateRequest(r);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.expected;
+    EXPECT_THAT(s.message(), HasSubstr(c.expected));
+  }
+}
+
+ExecutorSnapshot Exec(const std::string& address, int running, int max, bool healthy = true, const std::string& model = "m") {
+  ExecutorSnapshot e;
+  e.address = address;
+  e.healthy = healthy;
+  e.models = {model};
+  e.running = running;
+  e.max_concurrent = max;
+  return e;
+}
+
+TEST(DispatchPolicyTest, LeastBusyPicksTheLowestLoadRelativeToCapacity) {
+  Dispatcher d(DispatchPolicy::kLeastBusy, 0);
+  std::vector<ExecutorSnapshot> ex = {Exec("a", 3, 4), Exec("b", 1, 4), Exec("c", 1, 8)};
+  EXPECT_EQ(d.Pick(ex, "m"), 2);  // 1/8 < 1/4 < 3/4
+  ex[2].running = 7;
+  EXPECT_EQ(d.Pick(ex, "m"), 1);
+}
+
+TEST(DispatchPolicyTest, SkipsUnhealthyFullAndOtherModels) {
+  Dispatcher d(DispatchPolicy::kLeastBusy, 0);
+  std::vector<ExecutorSnapshot> ex = {Exec("a", 0, 4, false), Exec("b", 4, 4), Exec("c", 0, 4, true, "other")};
+  EXPECT_EQ(d.Pick(ex, "m"), -1);
+  ex.push_back(Exec("d", 3, 4));
+  EXPECT_EQ(d.Pick(ex, "m"), 3);
+}
+
+TEST(DispatchPolicyTest, PerExecutorLimitCapsTheExecutorsOwn) {
+  Dispatcher d(DispatchPolicy::kLeastBusy, 2);
+  std::vector<ExecutorSnapshot> ex = {Exec("a", 2, 8)};
+  EXPECT_EQ(d.Pick(ex, "m"), -1);
+  ex[0].running = 1;
+  EXPECT_EQ(d.Pick(ex, "m"), 0);
+}
+
+TEST(DispatchPolicyTest, RoundRobinCyclesAndSkipsFullExecutors) {
+  Dispatcher d(DispatchPolicy::kRoundRobin, 0);
+  std::vector<ExecutorSnapshot> ex = {Exec("a", 0, 4), Exec("b", 0, 4), Exec("c", 0, 4)};
+  EXPECT_EQ(d.Pick(ex, "m"), 0);
+  EXPECT_EQ(d.Pick(ex, "m"), 1);
+  EXPECT_EQ(d.Pick(ex, "m"), 2);
+  EXPECT_EQ(d.Pick(ex, "m"), 0);
+  ex[1].running = 4;
+  EXPECT_EQ(d.Pick(ex, "m"), 2);
+}
+
+TEST(DispatchPolicyTest, RandomSpreadsOverEligibleExecutorsOnly) {
+  Dispatcher d(DispatchPolicy::kRandom, 0, /*seed=*/42);
+  std::vector<ExecutorSnapshot> ex = {Exec("a", 0, 4), Exec("b", 4, 4), Exec("c", 0, 4)};
+  int counts[3] = {0, 0, 0};
+  for (int i = 0; i < 300; ++i) ++counts[d.Pick(ex, "m")];
+  EXPECT_EQ(counts[1], 0);
+  EXPECT_GT(counts[0], 50);
+  EXPECT_GT(counts[2], 50);
+}
+
+TEST(DispatchPolicyTest, ParsesPolicyNames) {
+  EXPECT_EQ(*ParseDispatchPolicy("round_robin"), DispatchPolicy::kRoundRobin);
+  EXPECT_THAT(ParseDispatchPolicy("fastest").status().message(), HasSubstr("least_busy, round_robin, random"));
+}
+
+ClampInput SmallBudgetInput(std::uint64_t budget) {
+  ClampInput in;
+  in.config.d_model = 512;
+  in.config.n_heads = in.config.n_kv_heads = 8;
+  in.config.n_layers = 8;
+  in.config.mlp_hidden_size = 1408;
+  in.params.gen_length = 1024;
+  in.params.block_length = 32;
+  in.params.steps = 1024;
+  in.sampler = "reference";
+  in.prompt_length = 32;
+  in.budget_bytes = budget;
+  return in;
+}
+
+TEST(ClampAdapterTest, ReportsEveryChangeAndKeepsTheParametersValid) {
+  auto clamp = MakeClamper(memory::ClampPolicy::kStandard, 4);
+  auto out = clamp(SmallBudgetInput(400ull << 20));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_LT(out->params.gen_length, 1024);
+  EXPECT_EQ(out->params.gen_length % out->params.block_length, 0);
+  EXPECT_EQ(out->params.steps % (out->params.gen_length / out->params.block_length), 0);
+  bool reported = false;
+  for (const auto& a : out->adjustments) {
+    if (a.field() == "gen_length") {
+      reported = true;
+      EXPECT_EQ(a.asked(), "1024");
+      EXPECT_EQ(a.applied(), std::to_string(out->params.gen_length));
+      EXPECT_FALSE(a.reason().empty());
+    }
+  }
+  EXPECT_TRUE(reported);
+}
+
+TEST(ClampAdapterTest, NothingFitsIsResourceExhausted) {
+  auto clamp = MakeClamper(memory::ClampPolicy::kStandard, 4);
+  auto out = clamp(SmallBudgetInput(1 << 20));
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(ClampAdapterTest, OffChangesNothingAndUnknownBudgetSkipsTheClamp) {
+  auto off = MakeClamper(memory::ClampPolicy::kOff, 4)(SmallBudgetInput(400ull << 20));
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->params.gen_length, 1024);
+  auto unknown = MakeClamper(memory::ClampPolicy::kStandard, 4)(SmallBudgetInput(0));
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->params.gen_length, 1024);
+  EXPECT_TRUE(unknown->adjustments.empty());
+}
+
+}  // namespace
+}  // namespace unmask::scheduler
