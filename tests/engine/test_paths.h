@@ -1,4 +1,4 @@
-// Where the tests find their data: tests/data, passed in by CMake (never ../shared).
+// Where the tests find their data: tests/data, passed in by CMake (never outside the tree).
 #pragma once
 
 #include <string>
