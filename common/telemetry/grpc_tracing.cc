@@ -29,8 +29,9 @@ void InjectContext(grpc::ClientContext* ctx, const SpanContext& context) {
 }
 
 Span StartServerSpan(const Tracer& tracer, const grpc::ServerContext* ctx, std::string_view method,
-                     std::string_view service) {
+                     std::string_view service, const SpanContext& fallback_parent) {
   SpanContext parent = ctx != nullptr ? ExtractContext(*ctx) : SpanContext{};
+  if (!parent.valid()) parent = fallback_parent;
   Span span = tracer.StartSpan(method, parent, SpanKind::kServer);
   if (span.recording()) {
     span.SetAttribute("rpc.system", "grpc");
@@ -86,11 +87,11 @@ const char* GrpcCodeName(grpc::StatusCode code) {
 }
 
 ServerCall::ServerCall(const Tracer& tracer, ServiceMetrics* metrics, const grpc::ServerContext* ctx,
-                       std::string_view method, std::string_view service)
+                       std::string_view method, std::string_view service, const SpanContext& fallback_parent)
     : metrics_(metrics),
       method_(method),
       start_(std::chrono::steady_clock::now()),
-      span_(StartServerSpan(tracer, ctx, method, service)) {}
+      span_(StartServerSpan(tracer, ctx, method, service, fallback_parent)) {}
 
 ServerCall::~ServerCall() {
   if (!finished_) Finish(grpc::Status(grpc::StatusCode::UNKNOWN, "handler left without a status"));

@@ -39,10 +39,12 @@ SpanContext ExtractContext(const grpc::ServerContext& ctx);
 // Adds traceparent (and tracestate when set) to an outgoing call. Nothing when !context.valid().
 void InjectContext(grpc::ClientContext* ctx, const SpanContext& context);
 
-// A SERVER span for one RPC: child of the incoming traceparent, or a new root. Attributes:
-// rpc.system=grpc, rpc.method, rpc.service (when given), network.peer.address (gRPC peer string).
+// A SERVER span for one RPC: child of the incoming traceparent, else of `fallback_parent` (a
+// context the request carries in a field of its own, e.g. RunRequest.traceparent), else a new
+// root. Attributes: rpc.system=grpc, rpc.method, rpc.service (when given), network.peer.address
+// (gRPC peer string).
 Span StartServerSpan(const Tracer& tracer, const grpc::ServerContext* ctx, std::string_view method,
-                     std::string_view service = {});
+                     std::string_view service = {}, const SpanContext& fallback_parent = {});
 // A CLIENT span for an outgoing RPC, child of `parent`, injected into `ctx`.
 Span StartClientSpan(const Tracer& tracer, grpc::ClientContext* ctx, const SpanContext& parent,
                      std::string_view method);
@@ -55,9 +57,10 @@ const char* GrpcCodeName(grpc::StatusCode code);
 // The wrapper every handler uses: the server span plus the request metric.
 class ServerCall {
  public:
-  // `metrics` may be null (no metrics wired).
+  // `metrics` may be null (no metrics wired). `fallback_parent`: the parent when the metadata
+  // carries no (valid) traceparent; see StartServerSpan.
   ServerCall(const Tracer& tracer, ServiceMetrics* metrics, const grpc::ServerContext* ctx, std::string_view method,
-             std::string_view service = {});
+             std::string_view service = {}, const SpanContext& fallback_parent = {});
   // A call never Finish()ed (an exception went past it) counts as UNKNOWN.
   ~ServerCall();
   ServerCall(const ServerCall&) = delete;

@@ -2,21 +2,25 @@
 
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <iterator>
 #include <thread>
 
 #include "common/telemetry/grpc_tracing.h"
@@ -168,68 +172,196 @@ std::vector<std::weak_ptr<prometheus::Collectable>> ServiceMetrics::collectables
   return {registry_, dropped_spans_};
 }
 
-StatusOr<std::unique_ptr<MetricsExposer>> MetricsExposer::Start(const std::string& listen) {
-  if (listen.empty()) return InvalidArgumentError("metrics listen address: empty");
-  std::unique_ptr<MetricsExposer> out(new MetricsExposer());
-  try {
-    out->exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
-  } catch (const std::exception& e) {
-    return UnavailableError("metrics: cannot listen on " + listen + ": " + e.what());
-  }
-  const auto ports = out->exposer_->GetListeningPorts();
-  if (ports.empty() || ports.front() <= 0) return UnavailableError("metrics: no port bound for " + listen);
-  out->port_ = ports.front();
-  // The host part of "host:port" (a bare port, 0.0.0.0 and [::] listen on loopback too).
-  const auto colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? std::string() : listen.substr(0, colon);
-  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "localhost") host = "127.0.0.1";
-  in_addr probe{};
-  if (::inet_pton(AF_INET, host.c_str(), &probe) == 1) out->wake_host_ = host;
-  return out;
-}
-
 namespace {
 
-// One connection attempt that is closed at once: enough to make civetweb's accept poll return.
-void Poke(const std::string& host, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
-  (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::close(fd);
+constexpr std::size_t kMaxRequestBytes = 16 << 10;
+constexpr int kIoTimeoutSeconds = 5;
+
+std::string Errno(int err) { return std::strerror(err); }
+
+// "host:port", "[v6]:port" or "port" -> host ("" for a bare port) and port text.
+bool SplitListen(const std::string& listen, std::string* host, std::string* port) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    host->clear();
+    *port = listen;
+  } else {
+    *host = listen.substr(0, colon);
+    *port = listen.substr(colon + 1);
+  }
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  if (port->empty()) return false;
+  for (char c : *port) {
+    if (c < '0' || c > '9') return false;
+  }
+  return port->size() <= 5 && std::stoi(*port) <= 65535;
+}
+
+void WriteAll(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+std::string Response(int code, const char* reason, const std::string& content_type, const std::string& body,
+                     bool head = false) {
+  std::string out = "HTTP/1.1 " + std::to_string(code) + " " + reason + "\r\nContent-Type: " + content_type +
+                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+  if (!head) out += body;
+  return out;
 }
 
 }  // namespace
 
+StatusOr<std::unique_ptr<MetricsExposer>> MetricsExposer::Start(const std::string& listen) {
+  if (listen.empty()) return InvalidArgumentError("metrics listen address: empty");
+  std::string host, port;
+  if (!SplitListen(listen, &host, &port)) {
+    return InvalidArgumentError("metrics: want host:port or a port, got '" + listen + "'");
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int gai = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+  if (gai != 0 || found == nullptr) {
+    return UnavailableError("metrics: cannot listen on " + listen + ": " + ::gai_strerror(gai));
+  }
+  std::unique_ptr<MetricsExposer> out(new MetricsExposer());
+  std::string error = "no address";
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      error = Errno(errno);
+      continue;
+    }
+    const int one = 1;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ai->ai_family == AF_INET6) {
+      const int zero = 0;  // "[::]" takes IPv4 too
+      (void)::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    }
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
+      error = Errno(errno);
+      ::close(fd);
+      continue;
+    }
+    out->listen_fd_ = fd;
+    break;
+  }
+  ::freeaddrinfo(found);
+  if (out->listen_fd_ < 0) return UnavailableError("metrics: cannot listen on " + listen + ": " + error);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  if (::getsockname(out->listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+    return UnavailableError("metrics: no port bound for " + listen + ": " + Errno(errno));
+  }
+  out->port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  if (::pipe2(out->wake_fds_, O_CLOEXEC) != 0) {
+    return UnavailableError("metrics: cannot create a pipe: " + Errno(errno));
+  }
+  out->thread_ = std::thread([raw = out.get()] { raw->Serve(); });
+  return out;
+}
+
 MetricsExposer::~MetricsExposer() {
-  if (!exposer_) return;
-  if (wake_host_.empty()) {
-    exposer_.reset();
+  if (thread_.joinable()) {
+    const char stop = 1;
+    while (::write(wake_fds_[1], &stop, 1) < 0 && errno == EINTR) {
+    }
+    thread_.join();
+  }
+  for (int fd : {listen_fd_, wake_fds_[0], wake_fds_[1]}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void MetricsExposer::Serve() {
+  while (true) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
+    const int n = ::poll(fds, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    Answer(fd);
+    ::close(fd);
+  }
+}
+
+void MetricsExposer::Answer(int fd) {
+  // One request per connection, read with a deadline so that a silent client cannot hold the
+  // endpoint for long.
+  timeval tv{kIoTimeoutSeconds, 0};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  std::string request;
+  char buf[2048];
+  while (request.find("\r\n\r\n") == std::string::npos && request.find("\n\n") == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    request.append(buf, static_cast<std::size_t>(n));
+    if (request.size() > kMaxRequestBytes) {
+      WriteAll(fd, Response(431, "Request Header Fields Too Large", "text/plain", "request too large\n"));
+      return;
+    }
+  }
+  // "GET /metrics?x=y HTTP/1.1"
+  const auto line_end = request.find_first_of("\r\n");
+  const std::string line = request.substr(0, line_end);
+  const auto sp1 = line.find(' ');
+  const auto sp2 = sp1 == std::string::npos ? std::string::npos : line.find(' ', sp1 + 1);
+  if (sp1 == std::string::npos || sp2 == std::string::npos) {
+    if (!line.empty()) WriteAll(fd, Response(400, "Bad Request", "text/plain", "bad request\n"));
     return;
   }
-  // mg_stop (inside ~Exposer) raises civetweb's stop flag and joins its accept thread; poke the
-  // listener until that is done.
-  std::atomic<bool> stopped{false};
-  std::thread waker([&] {
-    for (int i = 0; i < 100 && !stopped.load(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      if (!stopped.load()) Poke(wake_host_, port_);
+  const std::string method = line.substr(0, sp1);
+  std::string path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  path = path.substr(0, path.find('?'));
+  if (path != "/metrics") {
+    WriteAll(fd, Response(404, "Not Found", "text/plain", "not found; the metrics are at /metrics\n"));
+    return;
+  }
+  if (method != "GET" && method != "HEAD") {
+    WriteAll(fd, Response(405, "Method Not Allowed", "text/plain", "GET /metrics\n"));
+    return;
+  }
+  WriteAll(fd, Response(200, "OK", "text/plain; version=0.0.4; charset=utf-8", Scrape(), method == "HEAD"));
+}
+
+std::string MetricsExposer::Scrape() {
+  std::vector<prometheus::MetricFamily> families;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& weak : collectables_) {
+      if (auto c = weak.lock()) {
+        auto collected = c->Collect();
+        families.insert(families.end(), std::make_move_iterator(collected.begin()),
+                        std::make_move_iterator(collected.end()));
+      }
     }
-  });
-  exposer_.reset();
-  stopped.store(true);
-  waker.join();
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 void MetricsExposer::Register(const ServiceMetrics& metrics) {
-  for (const auto& c : metrics.collectables()) exposer_->RegisterCollectable(c);
+  for (const auto& c : metrics.collectables()) Register(c);
 }
 
 void MetricsExposer::Register(const std::weak_ptr<prometheus::Collectable>& collectable) {
-  exposer_->RegisterCollectable(collectable);
+  std::lock_guard<std::mutex> lock(mu_);
+  collectables_.push_back(collectable);
 }
 
 }  // namespace unmask::telemetry

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/util/status.h"
@@ -35,7 +36,6 @@
 namespace prometheus {
 class Collectable;
 class Counter;
-class Exposer;
 class Gauge;
 class Histogram;
 class Registry;
@@ -96,15 +96,20 @@ class ServiceMetrics {
   prometheus::Histogram* model_load_;
 };
 
-// The HTTP endpoint serving GET /metrics.
+// The HTTP endpoint serving GET /metrics: one thread (default stack size) accepting on the
+// listen socket and answering one request per connection (HTTP/1.1 with Connection: close).
+//
+// Not prometheus-cpp's civetweb Exposer: civetweb (1.15, as packaged) starts its threads with a
+// fixed 100 KiB stack, and glibc refuses such a thread (EINVAL) in a process whose static TLS
+// does not fit in it; LibTorch's dependencies (OpenBLAS, glog) take over 100 KiB, so the executor
+// and the scheduler could not serve metrics at all.
 class MetricsExposer {
  public:
-  // `listen` is "host:port" ("0.0.0.0:9091", "127.0.0.1:0") or a bare port; port 0 picks a free
-  // one (see port()). Fails with UNAVAILABLE when it cannot listen.
+  // `listen` is "host:port" ("0.0.0.0:9091", "127.0.0.1:0", "[::]:9091", "localhost:9091") or a
+  // bare port; port 0 picks a free one (see port()). Fails with UNAVAILABLE when it cannot listen.
   static StatusOr<std::unique_ptr<MetricsExposer>> Start(const std::string& listen);
 
-  // Stops serving. civetweb's accept loop polls with a 2 s timeout; a loopback connection wakes
-  // it so that this returns in milliseconds rather than seconds.
+  // Stops serving (wakes the thread through a pipe; returns in milliseconds).
   ~MetricsExposer();
 
   // The port actually bound.
@@ -114,9 +119,16 @@ class MetricsExposer {
 
  private:
   MetricsExposer() = default;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  void Serve();
+  void Answer(int fd);
+  std::string Scrape();
+
+  int listen_fd_ = -1;
+  int wake_fds_[2] = {-1, -1};  // the destructor writes to [1]; the thread polls [0]
   int port_ = 0;
-  std::string wake_host_;  // an IPv4 address that reaches the listener; empty: do not wake
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables_;
 };
 
 }  // namespace unmask::telemetry

@@ -1,5 +1,8 @@
 #include "common/weights/shm_segment.h"
 
+#include <cstdio>
+#include <random>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -62,7 +65,13 @@ std::string ShmSegment::MakeName(const std::string& model_id) {
   std::string model;
   for (char c : model_id.substr(0, 96)) model.push_back(NameChar(c) ? c : '_');
   if (model.empty()) model = "model";
-  return "/unmask-" + model + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  // The random part keeps a name unique even when a process that died without unlinking its
+  // segment had the same pid (pids are reused).
+  static thread_local std::mt19937 rng(std::random_device{}());
+  char suffix[16];
+  std::snprintf(suffix, sizeof(suffix), "%08x", static_cast<unsigned>(rng()));
+  return "/unmask-" + model + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-" +
+         suffix;
 }
 
 StatusOr<ShmSegment> ShmSegment::Create(const std::string& name, std::size_t bytes, mode_t mode) {

@@ -24,7 +24,7 @@ class ShmSegment {
 
   // Names are "/" followed by 1..250 characters of [A-Za-z0-9._-] (no other '/', not "."/"..").
   static Status ValidateName(const std::string& name);
-  // "/unmask-<model>-<pid>-<n>": the model id reduced to [A-Za-z0-9._-] (anything else becomes
+  // "/unmask-<model>-<pid>-<n>-<random>": the model id reduced to [A-Za-z0-9._-] (anything else becomes
   // '_', at most 96 characters) and n counting the names made by this process.
   static std::string MakeName(const std::string& model_id);
   // Removes a name without mapping it (e.g. the segment of a loader that died).

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/telemetry/log.h"
+#include "common/telemetry/metrics.h"
 #include "common/weights/device_budget.h"
 
 namespace unmask::executor {
@@ -20,6 +22,9 @@ std::uint64_t ProcessRssBytes() {
 }
 
 void Fail(Job& job, Status status) {
+  telemetry::Log(status.code() == StatusCode::kCancelled ? telemetry::LogLevel::kInfo : telemetry::LogLevel::kWarn,
+                 job.request().trace_context.trace_id_hex(), job.request().job_id, "job failed",
+                 {{"error", status.ToString()}});
   JobEvent ev;
   ev.kind = JobEvent::Kind::kFailed;
   ev.status = std::move(status);
@@ -38,8 +43,9 @@ std::string BatchKey(const JobRequest& r) {
   return key.str();
 }
 
-ExecutorCore::ExecutorCore(std::shared_ptr<const model::LladaModel> model, ExecutorOptions options)
-    : options_(std::move(options)), model_(std::move(model)) {
+ExecutorCore::ExecutorCore(std::shared_ptr<const model::LladaModel> model, ExecutorOptions options,
+                           const telemetry::Tracer& tracer, telemetry::ServiceMetrics* metrics)
+    : options_(std::move(options)), tracer_(tracer), metrics_(metrics), model_(std::move(model)) {
   for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -136,13 +142,36 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
   sampler::PromptBatch prompts;
   for (const auto& job : batch) prompts.ids.push_back(job->request().prompt_ids);
 
+  // One span per job (each continues its own trace), with an event per step.
+  std::vector<telemetry::Span> spans;
+  spans.reserve(batch.size());
+  for (const auto& job : batch) {
+    const JobRequest& req = job->request();
+    telemetry::Span span = tracer_.StartSpan("executor.job", req.trace_context);
+    if (span.recording()) {
+      span.SetAttribute("job.id", req.job_id);
+      span.SetAttribute("executor.id", options_.executor_id);
+      span.SetAttribute("model", options_.model_id);
+      span.SetAttribute("sampler", sampler::SamplerModeName(req.mode));
+      span.SetAttribute("batch.size", static_cast<std::int64_t>(batch.size()));
+      span.SetAttribute("prompt_tokens", static_cast<std::int64_t>(req.prompt_ids.size()));
+      span.SetAttribute("gen_length", req.params.gen_length);
+      span.SetAttribute("block_length", req.params.block_length);
+      span.SetAttribute("steps", req.params.steps);
+      span.SetAttribute("queued_seconds", Seconds(start - job->submitted()));
+    }
+    spans.push_back(std::move(span));
+  }
+
   std::vector<double> step_seconds;
   auto last_step = start;
   std::vector<bool> live(batch.size(), true);
   auto on_step = [&](const sampler::StepEvent& ev) {
     const auto now = Clock::now();
-    step_seconds.push_back(Seconds(now - last_step));
+    const double dt = Seconds(now - last_step);
+    step_seconds.push_back(dt);
     last_step = now;
+    if (metrics_ != nullptr) metrics_->ObserveStep(dt);
     bool any_live = false;
     for (std::size_t r = 0; r < batch.size(); ++r) {
       if (!live[r]) continue;
@@ -152,9 +181,15 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
                                                              std::to_string(ev.step)));
       if (job.cancelled()) {
         live[r] = false;  // its row rides along; the others are not held up
+        spans[r].SetError(job.cancel_reason().ToString());
+        spans[r].End();
         Fail(job, job.cancel_reason());
         continue;
       }
+      spans[r].AddEvent("step", {{"step", ev.step},
+                                 {"block", ev.block},
+                                 {"unmasked", static_cast<std::int64_t>(ev.positions[r].size())},
+                                 {"seconds", dt}});
       JobEvent out;
       out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[r], ev.tokens[r], ev.elapsed_seconds};
       job.Push(std::move(out));
@@ -164,10 +199,13 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
   };
   auto result = sampler::Generate(first.mode, *model, prompts, first.params, first.fast, on_step);
   const double running = Seconds(Clock::now() - start);
+  std::uint64_t generated = 0;
   for (std::size_t r = 0; r < batch.size(); ++r) {
     if (!live[r]) continue;
     Job& job = *batch[r];
     if (!result.ok()) {
+      spans[r].SetError(result.status().ToString());
+      spans[r].End();
       Fail(job, result.status());
       continue;
     }
@@ -189,7 +227,28 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
     c.running_seconds = running;
     c.step_seconds = step_seconds;
     c.batch_size = static_cast<int>(batch.size());
+    const auto tokens = static_cast<std::int64_t>(result->output[r].size());
+    generated += static_cast<std::uint64_t>(tokens);
+    telemetry::Span& span = spans[r];
+    span.SetAttribute("tokens.generated", tokens);
+    span.SetAttribute("steps_run", c.steps_run);
+    span.SetAttribute("finish_reason", c.finish_reason);
+    span.SetAttribute("running_seconds", running);
+    span.SetOk();
+    telemetry::Log(telemetry::LogLevel::kInfo, span.trace_id_hex(), job.request().job_id, "job done",
+                   {{"steps", std::to_string(c.steps_run)},
+                    {"tokens", std::to_string(tokens)},
+                    {"batch", std::to_string(c.batch_size)},
+                    {"seconds", std::to_string(running)},
+                    {"finish_reason", c.finish_reason}});
+    span.End();
     job.Push(std::move(done));
+    if (metrics_ != nullptr) metrics_->ObserveJobRun(running);
+  }
+  if (metrics_ != nullptr && generated > 0) {
+    metrics_->AddGeneratedTokens(generated);
+    if (running > 0) metrics_->SetTokensPerSecond(static_cast<double>(generated) / running);
+    metrics_->SetMemoryUsed(static_cast<double>(ProcessRssBytes()));
   }
 }
 
@@ -211,6 +270,10 @@ CapacityReport ExecutorCore::Capacity() const {
   const std::uint64_t available = budget.ok() ? budget->available_bytes() : 0;
   c.budget_bytes = available > options_.memory_reserve_bytes ? available - options_.memory_reserve_bytes : 0;
   c.in_use_bytes = ProcessRssBytes();
+  if (metrics_ != nullptr) {
+    metrics_->SetMemoryUsed(static_cast<double>(c.in_use_bytes));
+    metrics_->SetMemoryBudget(static_cast<double>(c.budget_bytes));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   c.running_jobs = running_;
   c.queued_jobs = static_cast<int>(queue_.size());

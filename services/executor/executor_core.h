@@ -17,7 +17,12 @@
 #include <vector>
 
 #include "common/model/llada_model.h"
+#include "common/telemetry/tracer.h"
 #include "services/executor/job.h"
+
+namespace unmask::telemetry {
+class ServiceMetrics;
+}
 
 namespace unmask::executor {
 
@@ -40,9 +45,15 @@ struct CapacityReport {
   std::string model_config_json, precision;
 };
 
+// Telemetry: every job that runs gets a span (executor.job, child of JobRequest::trace_context)
+// with one "step" event per diffusion step; the metrics (when given) get step and run seconds,
+// generated tokens, tokens per second and the memory gauges.
 class ExecutorCore {
  public:
-  ExecutorCore(std::shared_ptr<const model::LladaModel> model, ExecutorOptions options);
+  // `tracer` must outlive the core; `metrics` may be null.
+  ExecutorCore(std::shared_ptr<const model::LladaModel> model, ExecutorOptions options,
+               const telemetry::Tracer& tracer = telemetry::Tracer::Disabled(),
+               telemetry::ServiceMetrics* metrics = nullptr);
   ~ExecutorCore();  // stops the workers; queued jobs fail with Unavailable
 
   // Validates and queues a job. InvalidArgument for bad parameters (naming the field),
@@ -61,6 +72,8 @@ class ExecutorCore {
   std::vector<std::shared_ptr<Job>> TakeBatchLocked();
 
   ExecutorOptions options_;
+  const telemetry::Tracer& tracer_;
+  telemetry::ServiceMetrics* metrics_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<const model::LladaModel> model_;

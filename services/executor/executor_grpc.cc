@@ -35,9 +35,34 @@ StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkp
   return r;
 }
 
+template <typename Fn>
+grpc::Status ExecutorGrpcService::Serve(grpc::ServerContext* ctx, const char* method,
+                                        const telemetry::SpanContext& fallback_parent, Fn&& fn, bool may_start_trace) {
+  // A polled method (GetCapacity: every scheduler, twice a second) is traced only within a
+  // caller's trace; as a root of its own it would be a trace per poll. Its metrics count always.
+  const bool traced = may_start_trace || fallback_parent.valid() || telemetry::ExtractContext(*ctx).valid();
+  telemetry::ServerCall call(traced ? tracer_ : telemetry::Tracer::Disabled(), metrics_, ctx, method,
+                             "unmask.v1.Executor", fallback_parent);
+  try {
+    return call.Finish(fn(call));
+  } catch (const std::exception& e) {
+    return call.Finish(grpc::Status(grpc::StatusCode::INTERNAL, std::string("executor: ") + e.what()));
+  }
+}
+
+namespace {
+telemetry::SpanContext ContextFromField(const std::string& traceparent) {
+  if (traceparent.empty()) return {};
+  auto parsed = telemetry::ParseTraceparent(traceparent);
+  return parsed.ok() ? *parsed : telemetry::SpanContext{};
+}
+}  // namespace
+
 grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunRequest* req,
                                       grpc::ServerWriter<v1::RunEvent>* writer) {
-  try {
+  return Serve(ctx, "Run", ContextFromField(req->traceparent()), [&](telemetry::ServerCall& call) -> grpc::Status {
+    call.span().SetAttribute("job.id", req->job_id());
+    call.span().SetAttribute("model", req->model_id());
     if (req->model_id() != model_id_)
       return services::ToGrpcStatus(NotFoundError("model_id: this executor serves '" + model_id_ + "', not '" +
                                                    req->model_id() + "'"));
@@ -46,6 +71,7 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
     if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
       request->deadline = Clock::now() + (ctx->deadline() - std::chrono::system_clock::now());
     }
+    request->trace_context = call.context();
     auto job = core_.Submit(std::move(*request));
     if (!job.ok()) return services::ToGrpcStatus(job.status());
     JobEvent ev;
@@ -80,24 +106,28 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
       writer->Write(out);
       return grpc::Status::OK;
     }
-  } catch (const std::exception& e) {
-    return grpc::Status(grpc::StatusCode::INTERNAL, std::string("executor: ") + e.what());
-  }
+  });
 }
 
-grpc::Status ExecutorGrpcService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest*, v1::Capacity* resp) {
-  const CapacityReport c = core_.Capacity();
-  resp->set_executor_id(c.executor_id);
-  resp->set_device(c.device);
-  resp->set_budget_bytes(c.budget_bytes);
-  resp->set_in_use_bytes(c.in_use_bytes);
-  resp->set_running_jobs(c.running_jobs);
-  resp->set_queued_jobs(c.queued_jobs);
-  resp->set_max_concurrent_jobs(c.max_concurrent_jobs);
-  for (const auto& m : c.models) resp->add_models(m);
-  resp->set_model_config_json(c.model_config_json);
-  resp->set_precision(c.precision);
-  return grpc::Status::OK;
+grpc::Status ExecutorGrpcService::GetCapacity(grpc::ServerContext* ctx, const v1::GetCapacityRequest*,
+                                              v1::Capacity* resp) {
+  return Serve(
+      ctx, "GetCapacity", {},
+      [&](telemetry::ServerCall&) -> grpc::Status {
+        const CapacityReport c = core_.Capacity();
+        resp->set_executor_id(c.executor_id);
+        resp->set_device(c.device);
+        resp->set_budget_bytes(c.budget_bytes);
+        resp->set_in_use_bytes(c.in_use_bytes);
+        resp->set_running_jobs(c.running_jobs);
+        resp->set_queued_jobs(c.queued_jobs);
+        resp->set_max_concurrent_jobs(c.max_concurrent_jobs);
+        for (const auto& m : c.models) resp->add_models(m);
+        resp->set_model_config_json(c.model_config_json);
+        resp->set_precision(c.precision);
+        return grpc::Status::OK;
+      },
+      /*may_start_trace=*/false);
 }
 
 }  // namespace unmask::executor

@@ -14,6 +14,7 @@
 #include "common/sampler/fast_sampler.h"
 #include "common/sampler/generation_params.h"
 #include "common/sampler/sampler_registry.h"
+#include "common/telemetry/trace_context.h"
 #include "common/util/status.h"
 
 namespace unmask::executor {
@@ -28,6 +29,8 @@ struct JobRequest {
   sampler::FastOptions fast;
   bool stop_at_eos = false;
   Clock::time_point deadline = Clock::time_point::max();
+  // The Run call's span: the job's span (executor.job) is its child. Invalid: a trace of its own.
+  telemetry::SpanContext trace_context;
 };
 
 struct StepUpdate {

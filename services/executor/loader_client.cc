@@ -1,5 +1,6 @@
 #include "services/executor/loader_client.h"
 
+#include "common/telemetry/grpc_tracing.h"
 #include "services/common/grpc_status.h"
 
 namespace unmask::executor {
@@ -14,10 +15,12 @@ namespace {
 // One attempt: load (or join the load) and attach. Unavailable when the loader is unreachable.
 Status TryAttach(v1::Loader::Stub& stub, const std::string& model_id,
                  const std::string& precision, const std::string& executor_id, grpc::ClientContext& attach_ctx,
-                 std::unique_ptr<grpc::ClientReader<v1::AttachEvent>>& reader, v1::AttachEvent& first) {
+                 std::unique_ptr<grpc::ClientReader<v1::AttachEvent>>& reader, v1::AttachEvent& first,
+                 const telemetry::Tracer& tracer, const telemetry::SpanContext& parent) {
   {
     grpc::ClientContext ctx;
     ctx.set_wait_for_ready(false);
+    telemetry::Span span = telemetry::StartClientSpan(tracer, &ctx, parent, "unmask.v1.Loader/LoadModel");
     v1::LoadModelRequest req;
     req.set_model_id(model_id);
     req.set_precision(precision);
@@ -26,16 +29,22 @@ Status TryAttach(v1::Loader::Stub& stub, const std::string& model_id,
     while (load->Read(&p)) {
     }
     grpc::Status s = load->Finish();
+    telemetry::SetRpcStatus(span, s);
     // FAILED_PRECONDITION: already loaded with another precision; attach to what is there.
     if (!s.ok() && s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return services::FromGrpcStatus(s);
   }
+  telemetry::Span span = telemetry::StartClientSpan(tracer, &attach_ctx, parent, "unmask.v1.Loader/AttachModel");
   v1::AttachModelRequest req;
   req.set_model_id(model_id);
   req.set_executor_id(executor_id);
   reader = stub.AttachModel(&attach_ctx, req);
   if (!reader->Read(&first) || first.kind() != v1::AttachEvent::ATTACHED) {
-    return services::FromGrpcStatus(reader->Finish()).WithContext("attach to '" + model_id + "'");
+    grpc::Status s = reader->Finish();
+    telemetry::SetRpcStatus(span, s);
+    return services::FromGrpcStatus(s).WithContext("attach to '" + model_id + "'");
   }
+  span.SetAttribute("segment", first.segment_name());
+  span.SetOk();
   return OkStatus();
 }
 
@@ -44,21 +53,40 @@ Status TryAttach(v1::Loader::Stub& stub, const std::string& model_id,
 StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& loader_address,
                                                              const std::string& model_id, const std::string& precision,
                                                              const std::string& executor_id,
-                                                             std::chrono::seconds timeout) {
+                                                             std::chrono::seconds timeout,
+                                                             const telemetry::Tracer& tracer) {
   std::unique_ptr<LoaderLease> lease(new LoaderLease());
+  telemetry::Span span = tracer.StartSpan("executor.attach");
+  span.SetAttribute("model_id", model_id);
+  span.SetAttribute("executor.id", executor_id);
+  span.SetAttribute("loader", loader_address);
+  int attempts = 0;
   lease->stub_ = v1::Loader::NewStub(grpc::CreateChannel(loader_address, grpc::InsecureChannelCredentials()));
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   v1::AttachEvent first;
   Status last;
   while (true) {
     lease->ctx_ = std::make_unique<grpc::ClientContext>();
-    last = TryAttach(*lease->stub_, model_id, precision, executor_id, *lease->ctx_, lease->reader_, first);
+    ++attempts;
+    // Client spans for the first attempts only: a loader that is slow to come up must not turn
+    // into thousands of failed-call spans (the attempts attribute still counts them).
+    last = TryAttach(*lease->stub_, model_id, precision, executor_id, *lease->ctx_, lease->reader_, first,
+                     attempts <= 5 ? tracer : telemetry::Tracer::Disabled(), span.context());
+    span.SetAttribute("attempts", attempts);
     if (last.ok()) break;
-    if (last.code() != StatusCode::kUnavailable || std::chrono::steady_clock::now() >= give_up) return last;
+    if (last.code() != StatusCode::kUnavailable || std::chrono::steady_clock::now() >= give_up) {
+      span.SetError(last.ToString());
+      return last;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   auto attached = weights::AttachedModel::Attach(first.segment_name());
-  if (!attached.ok()) return attached.status();
+  if (!attached.ok()) {
+    span.SetError(attached.status().ToString());
+    return attached.status();
+  }
+  span.SetAttribute("precision", first.model().precision());
+  span.SetOk();
   lease->model_ = std::make_shared<weights::AttachedModel>(std::move(*attached));
   lease->precision_ = first.model().precision();
   LoaderLease* raw = lease.get();

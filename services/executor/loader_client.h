@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "common/telemetry/tracer.h"
 #include "common/util/status.h"
 #include "common/weights/weight_view.h"
 #include "unmask/v1/loader.grpc.pb.h"
@@ -21,9 +22,12 @@ class LoaderLease {
  public:
   ~LoaderLease();
   // Loads (idempotent) and attaches, retrying until `timeout` while the loader is unreachable.
+  // Traced as one trace: executor.attach with a client span per LoadModel / AttachModel call
+  // (the latter ended once attached; the loader's AttachModel span lasts as long as the lease).
   static StatusOr<std::unique_ptr<LoaderLease>> Acquire(const std::string& loader_address, const std::string& model_id,
                                                         const std::string& precision, const std::string& executor_id,
-                                                        std::chrono::seconds timeout);
+                                                        std::chrono::seconds timeout,
+                                                        const telemetry::Tracer& tracer = telemetry::Tracer::Disabled());
   std::shared_ptr<const weights::AttachedModel> model() const { return model_; }
   const std::string& precision() const { return precision_; }
   // True once the attachment ended: revoked by a forced unload, or the loader went away.

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "common/model/llada_model.h"
+#include "common/telemetry/log.h"
+#include "common/telemetry/options.h"
 #include "services/common/server_runner.h"
 #include "services/executor/executor_core.h"
 #include "services/executor/executor_grpc.h"
@@ -22,10 +24,11 @@ struct Flags {
   std::string precision = "bf16";
   int attach_timeout_seconds = 300, drain_seconds = 30;
   unmask::executor::ExecutorOptions options;
+  unmask::telemetry::TelemetryOptions telemetry;
 };
 
 StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
-    const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease) {
+    const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
   unmask::model::ModelOptions mopts;
   UNMASK_ASSIGN_OR_RETURN(mopts.precision, unmask::model::ParsePrecision(f.precision));
   mopts.device = f.options.device;
@@ -35,7 +38,8 @@ StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
   }
   UNMASK_ASSIGN_OR_RETURN(lease, unmask::executor::LoaderLease::Acquire(f.loader, f.model, f.load_precision,
                                                                         f.options.executor_id,
-                                                                        std::chrono::seconds(f.attach_timeout_seconds)));
+                                                                        std::chrono::seconds(f.attach_timeout_seconds),
+                                                                        tracer));
   UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(lease->model(), mopts));
   return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
 }
@@ -56,31 +60,45 @@ int main(int argc, char** argv) {
   app.add_option("--device", f.options.device, "cpu or cuda[:N]")->capture_default_str();
   app.add_option("--executor-id", f.options.executor_id, "Name reported to the loader and the scheduler");
   app.add_option("--workers", f.options.workers, "Compute threads")->capture_default_str();
-  app.add_option("--max-batch", f.options.max_batch, "Jobs batched into one forward pass")->capture_default_str();
+  app.add_option("--max-batch,--max-concurrent-jobs", f.options.max_batch, "Jobs batched into one forward pass (the jobs one worker runs at once)")
+      ->capture_default_str();
   app.add_option("--max-queued-jobs", f.options.max_queued_jobs, "Queue limit")->capture_default_str();
   app.add_option("--memory-reserve-bytes", f.options.memory_reserve_bytes, "Kept free of the budget")->capture_default_str();
   app.add_option("--attach-timeout-seconds", f.attach_timeout_seconds, "How long to retry the loader")->capture_default_str();
   app.add_option("--drain-timeout-seconds", f.drain_seconds, "Grace period for in-flight jobs on SIGTERM")->capture_default_str();
+  namespace telemetry = unmask::telemetry;
+  f.telemetry.service_name = "unmask-executor";
+  f.telemetry.metrics_listen = "0.0.0.0:9093";
+  telemetry::AddTelemetryOptions(app, &f.telemetry);
   CLI11_PARSE(app, argc, argv);
   f.options.model_id = f.model;
+  auto started = telemetry::Telemetry::Start(f.telemetry);
+  if (!started.ok()) {
+    std::cerr << "unmask-executor: " << started.status().ToString() << std::endl;
+    return started.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  telemetry::Telemetry& tm = **started;
+  if (tm.metrics_port() > 0) std::cout << "unmask-executor: metrics on port " << tm.metrics_port() << std::endl;
 
   std::unique_ptr<unmask::executor::LoaderLease> lease;
-  auto model = BuildModel(f, lease);
+  auto model = BuildModel(f, lease, tm.tracer());
   if (!model.ok()) {
-    std::cerr << "unmask-executor: " << model.status().ToString() << std::endl;
+    telemetry::Log(telemetry::LogLevel::kError, {}, {}, "cannot get the model",
+                   {{"model_id", f.model}, {"error", model.status().ToString()}});
     return model.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
   }
   f.options.weights_precision = lease ? lease->precision() : "checkpoint";
-  unmask::executor::ExecutorCore core(*model, f.options);
+  unmask::executor::ExecutorCore core(*model, f.options, tm.tracer(), &tm.metrics());
+  (void)core.Capacity();  // sets the memory gauges
   if (auto s = core.Warmup(); !s.ok()) {
-    std::cerr << "unmask-executor: warm-up failed: " << s.ToString() << std::endl;
+    telemetry::Log(telemetry::LogLevel::kError, {}, {}, "warm-up failed", {{"error", s.ToString()}});
     return 1;
   }
-  unmask::executor::ExecutorGrpcService service(core, f.model);
+  unmask::executor::ExecutorGrpcService service(core, f.model, tm.tracer(), &tm.metrics());
   unmask::services::ServerRunner runner("Executor");
   runner.AddService(&service);
   if (auto s = runner.Start(f.listen); !s.ok()) {
-    std::cerr << "unmask-executor: " << s.ToString() << std::endl;
+    telemetry::Log(telemetry::LogLevel::kError, {}, {}, "cannot serve", {{"listen", f.listen}, {"error", s.ToString()}});
     return 1;
   }
   runner.SetServing(true);
@@ -93,20 +111,23 @@ int main(int argc, char** argv) {
     while (!stop && lease) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       if (!lease->lost()) continue;
-      std::cerr << "unmask-executor: attachment " << (lease->revoked() ? "revoked" : "lost") << "; re-attaching\n";
+      telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "attachment ended; re-attaching",
+                     {{"reason", lease->revoked() ? "revoked" : "lost"}, {"model_id", f.model}});
       std::unique_ptr<unmask::executor::LoaderLease> next;
-      auto m = BuildModel(f, next);
+      auto m = BuildModel(f, next, tm.tracer());
       if (!m.ok()) {
-        std::cerr << "unmask-executor: re-attach failed: " << m.status().ToString() << std::endl;
+        telemetry::Log(telemetry::LogLevel::kError, {}, {}, "re-attach failed",
+                       {{"model_id", f.model}, {"error", m.status().ToString()}});
         continue;
       }
       core.ReplaceModel(*m);
       lease = std::move(next);
-      std::cerr << "unmask-executor: re-attached" << std::endl;
+      telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "re-attached", {{"model_id", f.model}});
     }
   });
   runner.WaitForSignalAndDrain(std::chrono::seconds(f.drain_seconds));
   stop = true;
   reattach.join();
+  tm.Shutdown();  // sends the spans still queued
   return 0;
 }

@@ -12,8 +12,21 @@ void LoadBoard::Update(const weights::LoadProgress& progress) {
     std::lock_guard<std::mutex> lock(mu_);
     latest_ = progress;
     ++version_;
+    for (const auto& [id, observer] : observers_) observer(progress);
   }
   cv_.notify_all();
+}
+
+std::uint64_t LoadBoard::Subscribe(LoadObserver observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::uint64_t id = ++next_observer_;
+  observers_.emplace(id, std::move(observer));
+  return id;
+}
+
+void LoadBoard::Unsubscribe(std::uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observers_.erase(id);
 }
 
 bool LoadBoard::WaitNewer(std::uint64_t& seen, weights::LoadProgress& out, std::chrono::milliseconds timeout) {
@@ -24,15 +37,23 @@ bool LoadBoard::WaitNewer(std::uint64_t& seen, weights::LoadProgress& out, std::
   return true;
 }
 
-LoaderCore::LoaderCore(LoaderOptions options)
+LoaderCore::LoaderCore(LoaderOptions options, LoadHooks hooks)
     : options_(std::move(options)),
+      hooks_(std::move(hooks)),
       registry_([this](const std::string& model_id, const weights::PrecisionSpec& spec) {
         auto board = BoardFor(model_id);
-        auto load = weights::DirectoryModelLoader(options_.model_roots, [board](const weights::LoadProgress& p) {
+        auto load = weights::DirectoryModelLoader(options_.model_roots, [this, board, model_id](const weights::LoadProgress& p) {
           board->Update(p);
+          if (hooks_.on_progress) hooks_.on_progress(model_id, p);
           return true;
         });
-        return load(model_id, spec);
+        const auto start = std::chrono::steady_clock::now();
+        auto loaded = load(model_id, spec);
+        if (hooks_.on_done) {
+          hooks_.on_done(model_id, loaded.ok() ? OkStatus() : loaded.status(),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+        return loaded;
       }) {}
 
 std::shared_ptr<LoadBoard> LoaderCore::BoardFor(const std::string& model_id) {
@@ -47,10 +68,20 @@ StatusOr<weights::PrecisionSpec> LoaderCore::ResolvePrecision(const std::string&
 }
 
 StatusOr<weights::ModelInfo> LoaderCore::Load(const std::string& model_id, const std::string& precision,
-                                              const std::function<bool(const weights::LoadProgress&)>& on_progress) {
+                                              const std::function<bool(const weights::LoadProgress&)>& on_progress,
+                                              LoadObserver observer) {
   if (model_id.empty()) return InvalidArgumentError("model_id: must not be empty");
   UNMASK_ASSIGN_OR_RETURN(weights::PrecisionSpec spec, ResolvePrecision(precision));
   auto board = BoardFor(model_id);
+  // Subscribed before the load starts so that the observer sees it from its first update; gone
+  // before this returns, so that it never outlives what it captures.
+  struct Subscription {
+    LoadBoard* board;
+    std::uint64_t id;
+    ~Subscription() {
+      if (id != 0) board->Unsubscribe(id);
+    }
+  } subscription{board.get(), observer ? board->Subscribe(std::move(observer)) : 0};
   // The load runs (or is joined) on its own thread so that this one can stream progress; the
   // state is shared so that a caller that stops watching does not wait for the load.
   auto done = std::make_shared<std::promise<StatusOr<std::shared_ptr<const weights::LoadedModel>>>>();

@@ -24,29 +24,51 @@ struct LoaderOptions {
   std::string default_precision = "bf16";
 };
 
+// Seams for metrics (the core stays free of gRPC and of the telemetry library). Both are called
+// on the thread that runs a load, once per load however many callers share it.
+struct LoadHooks {
+  // Every progress update.
+  std::function<void(const std::string& model_id, const weights::LoadProgress&)> on_progress;
+  // The load ended (ok or not) after `seconds`.
+  std::function<void(const std::string& model_id, const Status& status, double seconds)> on_done;
+};
+
+// Called on the loading thread for every progress update (not only the latest one a watcher
+// happens to see), e.g. to trace the load tensor by tensor.
+using LoadObserver = std::function<void(const weights::LoadProgress&)>;
+
 // The latest progress of one model's load, watched by every caller of that load.
 class LoadBoard {
  public:
+  // Sets the latest progress and calls every observer (on the caller's thread, under the lock).
   void Update(const weights::LoadProgress& progress);
   // Waits up to `timeout` for a version newer than `seen`; on success updates `seen` and `out`.
   bool WaitNewer(std::uint64_t& seen, weights::LoadProgress& out, std::chrono::milliseconds timeout);
+  // Observers see every Update from Subscribe until Unsubscribe returns.
+  std::uint64_t Subscribe(LoadObserver observer);
+  void Unsubscribe(std::uint64_t id);
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t version_ = 0;
   weights::LoadProgress latest_;
+  std::uint64_t next_observer_ = 0;
+  std::map<std::uint64_t, LoadObserver> observers_;
 };
 
 class LoaderCore {
  public:
-  explicit LoaderCore(LoaderOptions options);
+  explicit LoaderCore(LoaderOptions options, LoadHooks hooks = {});
 
   // Loads `model_id` (a directory under a model root) or joins the load already under way, and
   // calls on_progress on this thread for each progress change until the load ends. A callback
   // returning false stops the watching (Cancelled), not the load, which other callers may share.
+  // `observer` (optional) sees every update of the load from now until this call returns, on the
+  // loading thread; nothing when the model is already loaded.
   StatusOr<weights::ModelInfo> Load(const std::string& model_id, const std::string& precision,
-                                    const std::function<bool(const weights::LoadProgress&)>& on_progress);
+                                    const std::function<bool(const weights::LoadProgress&)>& on_progress,
+                                    LoadObserver observer = {});
   // Refused while attached unless force; with force, returns the executors that were told.
   StatusOr<std::vector<std::string>> Unload(const std::string& model_id, bool force);
   std::vector<weights::ModelInfo> List() const { return registry_.List(); }
@@ -68,6 +90,7 @@ class LoaderCore {
   std::shared_ptr<LoadBoard> BoardFor(const std::string& model_id);
 
   LoaderOptions options_;
+  LoadHooks hooks_;
   weights::ModelRegistry registry_;
   std::mutex mu_;
   std::condition_variable revoked_cv_;

@@ -2,6 +2,7 @@
 
 #include "common/weights/device_budget.h"
 #include "services/common/grpc_status.h"
+#include "services/loader/load_trace.h"
 
 namespace unmask::loader {
 namespace {
@@ -18,6 +19,33 @@ grpc::Status Guarded(Fn&& fn) {
 
 }  // namespace
 
+template <typename Fn>
+grpc::Status LoaderGrpcService::Serve(grpc::ServerContext* ctx, const char* method, Fn&& fn) {
+  telemetry::ServerCall call(tracer_, metrics_, ctx, method, "unmask.v1.Loader");
+  return call.Finish(Guarded([&]() -> Status { return fn(call); }));
+}
+
+void LoaderGrpcService::UpdateMemoryMetrics() {
+  if (metrics_ == nullptr) return;
+  metrics_->SetMemoryUsed(static_cast<double>(core_.resident_bytes()));
+  auto budget = weights::DeviceBudget::ForCpu();
+  if (budget.ok()) metrics_->SetMemoryBudget(static_cast<double>(budget->available_bytes()));
+}
+
+LoadHooks MetricsLoadHooks(telemetry::ServiceMetrics* metrics) {
+  LoadHooks hooks;
+  if (metrics == nullptr) return hooks;
+  hooks.on_progress = [metrics](const std::string& model_id, const weights::LoadProgress& p) {
+    if (p.bytes_total > 0)
+      metrics->SetModelLoadProgress(model_id, static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total));
+  };
+  hooks.on_done = [metrics](const std::string& model_id, const Status& status, double seconds) {
+    metrics->SetModelLoadProgress(model_id, status.ok() ? 1.0 : 0.0);
+    if (status.ok()) metrics->ObserveModelLoad(seconds);
+  };
+  return hooks;
+}
+
 void ToProto(const weights::ModelInfo& info, v1::ModelInfo* out) {
   out->set_model_id(info.model_id);
   out->set_state(weights::ModelStateName(info.state));
@@ -30,19 +58,29 @@ void ToProto(const weights::ModelInfo& info, v1::ModelInfo* out) {
 
 grpc::Status LoaderGrpcService::LoadModel(grpc::ServerContext* ctx, const v1::LoadModelRequest* req,
                                           grpc::ServerWriter<v1::LoadProgress>* writer) {
-  return Guarded([&]() -> Status {
-    auto info = core_.Load(req->model_id(), req->precision(), [&](const weights::LoadProgress& p) {
-      if (ctx->IsCancelled()) return false;
-      v1::LoadProgress msg;
-      msg.set_phase(weights::LoadPhaseName(p.phase));
-      msg.set_tensors_done(p.tensors_done);
-      msg.set_tensors_total(p.tensors_total);
-      msg.set_bytes_done(p.bytes_done);
-      msg.set_bytes_total(p.bytes_total);
-      msg.set_current_tensor(p.current_tensor);
-      return writer->Write(msg);
-    });
+  return Serve(ctx, "LoadModel", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("model_id", req->model_id());
+    call.span().SetAttribute("precision", req->precision());
+    LoadTrace trace(tracer_, call.span(), req->model_id());
+    auto info = core_.Load(
+        req->model_id(), req->precision(),
+        [&](const weights::LoadProgress& p) {
+          if (ctx->IsCancelled()) return false;
+          v1::LoadProgress msg;
+          msg.set_phase(weights::LoadPhaseName(p.phase));
+          msg.set_tensors_done(p.tensors_done);
+          msg.set_tensors_total(p.tensors_total);
+          msg.set_bytes_done(p.bytes_done);
+          msg.set_bytes_total(p.bytes_total);
+          msg.set_current_tensor(p.current_tensor);
+          return writer->Write(msg);
+        },
+        [&trace](const weights::LoadProgress& p) { trace.OnProgress(p); });
+    trace.End(info.ok());
+    UpdateMemoryMetrics();
     if (!info.ok()) return info.status();
+    call.span().SetAttribute("resident_bytes", info->resident_bytes);
+    call.span().SetAttribute("precision.loaded", info->precision.ToString());
     v1::LoadProgress last;
     last.set_phase("done");
     ToProto(*info, last.mutable_model());
@@ -51,19 +89,23 @@ grpc::Status LoaderGrpcService::LoadModel(grpc::ServerContext* ctx, const v1::Lo
   });
 }
 
-grpc::Status LoaderGrpcService::UnloadModel(grpc::ServerContext*, const v1::UnloadModelRequest* req,
+grpc::Status LoaderGrpcService::UnloadModel(grpc::ServerContext* ctx, const v1::UnloadModelRequest* req,
                                             v1::UnloadModelResponse* resp) {
-  return Guarded([&]() -> Status {
+  return Serve(ctx, "UnloadModel", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("model_id", req->model_id());
+    call.span().SetAttribute("force", req->force());
     if (req->model_id().empty()) return InvalidArgumentError("model_id: must not be empty");
     UNMASK_ASSIGN_OR_RETURN(auto notified, core_.Unload(req->model_id(), req->force()));
     for (const auto& e : notified) resp->add_notified_executors(e);
+    call.span().SetAttribute("notified_executors", static_cast<std::int64_t>(notified.size()));
+    UpdateMemoryMetrics();
     return OkStatus();
   });
 }
 
-grpc::Status LoaderGrpcService::ListModels(grpc::ServerContext*, const v1::ListModelsRequest*,
+grpc::Status LoaderGrpcService::ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest*,
                                            v1::ListModelsResponse* resp) {
-  return Guarded([&]() -> Status {
+  return Serve(ctx, "ListModels", [&](telemetry::ServerCall& call) -> Status {
     for (const auto& info : core_.List()) ToProto(info, resp->add_models());
     resp->set_resident_bytes(core_.resident_bytes());
     auto budget = weights::DeviceBudget::ForCpu();
@@ -71,13 +113,18 @@ grpc::Status LoaderGrpcService::ListModels(grpc::ServerContext*, const v1::ListM
       resp->set_budget_bytes(budget->available_bytes());
       resp->set_budget_source(budget->source());
     }
+    call.span().SetAttribute("models", resp->models_size());
+    UpdateMemoryMetrics();
     return OkStatus();
   });
 }
 
 grpc::Status LoaderGrpcService::AttachModel(grpc::ServerContext* ctx, const v1::AttachModelRequest* req,
                                             grpc::ServerWriter<v1::AttachEvent>* writer) {
-  return Guarded([&]() -> Status {
+  // The span covers the whole lease: it ends when the attachment does.
+  return Serve(ctx, "AttachModel", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("model_id", req->model_id());
+    call.span().SetAttribute("executor_id", req->executor_id());
     UNMASK_ASSIGN_OR_RETURN(auto attachment, core_.Attach(req->model_id(), req->executor_id()));
     v1::AttachEvent attached;
     attached.set_kind(v1::AttachEvent::ATTACHED);
@@ -88,10 +135,12 @@ grpc::Status LoaderGrpcService::AttachModel(grpc::ServerContext* ctx, const v1::
       (void)core_.Detach(req->model_id(), req->executor_id());
       return CancelledError("the executor went away before it was attached");
     }
+    call.span().AddEvent("attached", {{"segment", attachment.segment_name}});
     // The stream is the lease: it ends when the executor cancels (or dies), or when a forced
     // unload revokes the attachment.
     const bool revoked = core_.WaitRevoked(req->model_id(), req->executor_id(), [&] { return ctx->IsCancelled(); });
     if (revoked) {
+      call.span().AddEvent("revoked");
       v1::AttachEvent ev;
       ev.set_kind(v1::AttachEvent::REVOKED);
       writer->Write(ev);
@@ -102,9 +151,13 @@ grpc::Status LoaderGrpcService::AttachModel(grpc::ServerContext* ctx, const v1::
   });
 }
 
-grpc::Status LoaderGrpcService::DetachModel(grpc::ServerContext*, const v1::DetachModelRequest* req,
+grpc::Status LoaderGrpcService::DetachModel(grpc::ServerContext* ctx, const v1::DetachModelRequest* req,
                                             v1::DetachModelResponse*) {
-  return Guarded([&] { return core_.Detach(req->model_id(), req->executor_id()); });
+  return Serve(ctx, "DetachModel", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("model_id", req->model_id());
+    call.span().SetAttribute("executor_id", req->executor_id());
+    return core_.Detach(req->model_id(), req->executor_id());
+  });
 }
 
 }  // namespace unmask::loader

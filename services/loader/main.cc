@@ -2,7 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/telemetry/log.h"
+#include "common/telemetry/options.h"
+#include "common/weights/device_budget.h"
 #include "services/common/server_runner.h"
+#include "services/loader/load_trace.h"
 #include "services/loader/loader_core.h"
 #include "services/loader/loader_grpc.h"
 
@@ -20,14 +24,26 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--drain-timeout-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM")
       ->capture_default_str();
+  namespace telemetry = unmask::telemetry;
+  telemetry::TelemetryOptions tel;
+  tel.service_name = "unmask-loader";
+  tel.metrics_listen = "0.0.0.0:9092";
+  telemetry::AddTelemetryOptions(app, &tel);
   CLI11_PARSE(app, argc, argv);
   if (auto spec = unmask::weights::PrecisionSpec::Parse(options.default_precision); !spec.ok()) {
     std::cerr << "unmask-loader: --default-precision: " << spec.status().message() << "\n";
     return 2;
   }
+  auto started = telemetry::Telemetry::Start(tel);
+  if (!started.ok()) {
+    std::cerr << "unmask-loader: " << started.status().ToString() << "\n";
+    return started.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  telemetry::Telemetry& tm = **started;
+  if (tm.metrics_port() > 0) std::cout << "unmask-loader: metrics on port " << tm.metrics_port() << std::endl;
 
-  unmask::loader::LoaderCore core(options);
-  unmask::loader::LoaderGrpcService service(core);
+  unmask::loader::LoaderCore core(options, unmask::loader::MetricsLoadHooks(&tm.metrics()));
+  unmask::loader::LoaderGrpcService service(core, tm.tracer(), &tm.metrics());
   unmask::services::ServerRunner runner("Loader");
   runner.AddService(&service);
   if (auto s = runner.Start(listen); !s.ok()) {
@@ -39,14 +55,29 @@ int main(int argc, char** argv) {
     const auto colon = item.find(':');
     const std::string model = item.substr(0, colon);
     const std::string precision = colon == std::string::npos ? "" : item.substr(colon + 1);
-    auto info = core.Load(model, precision, {});
+    // A trace of its own, like a LoadModel call: a root span with a child span per layer.
+    telemetry::Span span = tm.tracer().StartSpan("Preload");
+    span.SetAttribute("model_id", model);
+    unmask::loader::LoadTrace trace(tm.tracer(), span, model);
+    auto info = core.Load(model, precision, {}, [&trace](const unmask::weights::LoadProgress& p) { trace.OnProgress(p); });
+    trace.End(info.ok());
     if (info.ok()) {
+      span.SetOk();
       std::cout << "unmask-loader: preloaded " << model << " (" << info->resident_bytes << " bytes)" << std::endl;
     } else {
-      std::cerr << "unmask-loader: preload of " << model << " failed: " << info.status().ToString() << std::endl;
+      span.SetError(info.status().ToString());
+      telemetry::Log(telemetry::LogLevel::kError, span.trace_id_hex(), {}, "preload failed",
+                     {{"model_id", model}, {"error", info.status().ToString()}});
     }
   }
+  tm.metrics().SetMemoryUsed(static_cast<double>(core.resident_bytes()));
+  if (auto budget = unmask::weights::DeviceBudget::ForCpu(); budget.ok())
+    tm.metrics().SetMemoryBudget(static_cast<double>(budget->available_bytes()));
   runner.SetServing(true);
   runner.WaitForSignalAndDrain(std::chrono::seconds(drain_seconds));
+  // A loader that stops frees its segments (no later loader adopts them yet); executors that
+  // still map one keep their mapping until they exit.
+  for (const auto& model : core.List()) (void)core.Unload(model.model_id, /*force=*/true);
+  tm.Shutdown();  // sends the spans still queued
   return 0;
 }

@@ -1,8 +1,11 @@
 #include "services/scheduler/job_dispatcher.h"
 
+#include <algorithm>
 #include <chrono>
-#include <iostream>
 
+#include "common/telemetry/grpc_tracing.h"
+#include "common/telemetry/log.h"
+#include "common/telemetry/metrics.h"
 #include "services/common/grpc_status.h"
 #include "unmask/v1/scheduler.pb.h"
 
@@ -22,6 +25,15 @@ std::string Decode(const tokenizer::Tokenizer& tok, const std::vector<std::int64
   }
   auto text = tok.Decode(known, /*skip_special_tokens=*/true);
   return text.ok() ? *text : "";
+}
+
+// The trace a job continues: the context stored when it was accepted (no parent when there is
+// none or it cannot be read: the job's spans then start a trace of their own).
+telemetry::SpanContext StoredContext(const jobs::JobRecord& record, const v1::StoredJob& stored) {
+  const std::string& tp = !record.traceparent.empty() ? record.traceparent : stored.run().traceparent();
+  if (tp.empty()) return {};
+  auto parsed = telemetry::ParseTraceparent(tp);
+  return parsed.ok() ? *parsed : telemetry::SpanContext{};
 }
 
 v1::JobEvent Failure(const std::string& job_id, const Status& s) {
@@ -49,9 +61,16 @@ std::string PartialText(const tokenizer::Tokenizer& tok, const std::vector<std::
   return out + Decode(tok, run);
 }
 
-JobDispatcher::JobDispatcher(jobs::JobStore& store, ExecutorPool& pool, ModelCatalog& catalog, DispatcherOptions options)
-    : store_(store), pool_(pool), catalog_(catalog), options_(std::move(options)),
+JobDispatcher::JobDispatcher(jobs::JobStore& store, ExecutorPool& pool, ModelCatalog& catalog, DispatcherOptions options,
+                             const telemetry::Tracer& tracer, telemetry::ServiceMetrics* metrics)
+    : store_(store), pool_(pool), catalog_(catalog), options_(std::move(options)), tracer_(tracer), metrics_(metrics),
       picker_(options_.policy, options_.per_executor_limit, std::random_device{}()) {}
+
+void JobDispatcher::UpdateQueueDepth() {
+  if (metrics_ == nullptr) return;
+  auto depth = store_.QueueDepth();
+  if (depth.ok()) metrics_->SetQueueDepth(static_cast<double>(*depth));
+}
 
 JobDispatcher::~JobDispatcher() { Stop(); }
 
@@ -73,24 +92,32 @@ void JobDispatcher::ClaimLoop() {
     auto claimed = store_.Claim(options_.consumer_id, 200);
     if (!claimed.ok()) {
       if (claimed.status().code() != StatusCode::kDataLoss) {
-        std::cerr << "scheduler: claim failed: " << claimed.status().ToString() << std::endl;
+        telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "claim failed", {{"error", claimed.status().ToString()}});
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
       }
       continue;
     }
-    if (*claimed) RunJob(**claimed);
+    if (*claimed) {
+      UpdateQueueDepth();
+      RunJob(**claimed);
+    }
   }
 }
 
 void JobDispatcher::ReaperLoop() {
   while (!stop_) {
-    for (std::int64_t waited = 0; waited < options_.reaper_interval_ms && !stop_; waited += 100)
+    // The queue depth gauge follows jobs submitted to any replica: sampled twice a second.
+    for (std::int64_t waited = 0; waited < options_.reaper_interval_ms && !stop_; waited += 100) {
+      if (waited % 500 == 0) UpdateQueueDepth();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     if (stop_) return;
     auto report = store_.ReclaimStale(options_.consumer_id, options_.reaper_min_idle_ms, options_.max_attempts);
     if (report.ok() && (!report->requeued.empty() || !report->dead.empty())) {
-      std::cerr << "scheduler: reaper requeued " << report->requeued.size() << ", dead-lettered " << report->dead.size()
-                << " jobs of a stopped scheduler" << std::endl;
+      for (const auto& id : report->requeued)
+        telemetry::Log(telemetry::LogLevel::kWarn, {}, id, "reaper requeued a job of a stopped scheduler");
+      for (const auto& id : report->dead)
+        telemetry::Log(telemetry::LogLevel::kWarn, {}, id, "reaper dead-lettered a job of a stopped scheduler");
     }
   }
 }
@@ -100,9 +127,32 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   const jobs::DeliveryHandle& handle = job.handle;
   v1::StoredJob stored;
   if (!stored.ParseFromString(job.record.payload)) {
+    telemetry::Log(telemetry::LogLevel::kError, {}, id, "the stored request cannot be read");
     (void)store_.Fail(id, handle, "the stored request cannot be read");
     return;
   }
+  const int attempt = job.record.attempts + 1;
+  // The trace the job continues, and the wait in the queue as a span of it: from the job's
+  // creation (backdated) to now, the claim.
+  const telemetry::SpanContext parent = StoredContext(job.record, stored);
+  const std::string trace_id = parent.trace_id_hex();
+  const std::int64_t claimed_ms = NowMs();
+  const double queue_wait = std::max<std::int64_t>(0, claimed_ms - job.record.created_unix_ms) / 1000.0;
+  {
+    telemetry::Span queued = tracer_.StartSpan(
+        "scheduler.queue", parent, telemetry::SpanKind::kInternal,
+        job.record.created_unix_ms > 0 ? static_cast<std::uint64_t>(job.record.created_unix_ms) * 1'000'000ull : 0);
+    queued.SetAttribute("job.id", id);
+    queued.SetAttribute("model", job.record.model);
+    queued.SetAttribute("priority", job.record.priority);
+    queued.SetAttribute("attempt", attempt);
+    queued.SetAttribute("queue_wait_seconds", queue_wait);
+    queued.SetAttribute("consumer", options_.consumer_id);
+  }
+  if (metrics_ != nullptr) metrics_->ObserveQueueWait(queue_wait);
+  telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job claimed",
+                 {{"model", job.record.model}, {"attempt", std::to_string(attempt)},
+                  {"queue_wait_seconds", std::to_string(queue_wait)}});
   auto last_beat = Clock::now();
   auto beat = [&] {
     if (Clock::now() - last_beat >= std::chrono::milliseconds(options_.heartbeat_ms)) {
@@ -115,6 +165,7 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     return c.ok() && *c;
   };
   auto finish_cancelled = [&] {
+    telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job cancelled");
     (void)store_.AppendEvent(id, Failure(id, CancelledError("cancelled")).SerializeAsString());
     (void)store_.ConfirmCancelled(id, handle);
   };
@@ -123,11 +174,13 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   std::string address, executor_name;
   while (address.empty()) {
     if (stop_) {
+      telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "stopping; job requeued");
       (void)store_.Requeue(handle);
       return;
     }
     if (cancel_requested()) return finish_cancelled();
     if (job.record.deadline_unix_ms > 0 && NowMs() >= job.record.deadline_unix_ms) {
+      telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "deadline passed waiting for an executor");
       (void)store_.AppendEvent(id, Failure(id, Status(StatusCode::kDeadlineExceeded, "deadline passed waiting for an executor")).SerializeAsString());
       (void)store_.Fail(id, handle, "deadline passed waiting for an executor");
       return;
@@ -151,7 +204,7 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   v1::JobEvent started;
   started.set_job_id(id);
   started.mutable_started()->set_executor(executor_name);
-  started.mutable_started()->set_attempt(job.record.attempts + 1);
+  started.mutable_started()->set_attempt(attempt);
   (void)store_.AppendEvent(id, started.SerializeAsString());
 
   const v1::RunRequest& run = stored.run();
@@ -162,12 +215,28 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   std::vector<std::int64_t> tokens(run.params().gen_length(), mask_id);
 
   grpc::ClientContext ctx;
-  if (!run.traceparent().empty()) ctx.AddMetadata("traceparent", run.traceparent());
+  // The executor call, a child of the stored context; its own context goes out in the metadata
+  // and in RunRequest.traceparent (for callers that read the field).
+  telemetry::Span rpc = telemetry::StartClientSpan(tracer_, &ctx, parent, "unmask.v1.Executor/Run");
+  rpc.SetAttribute("job.id", id);
+  rpc.SetAttribute("model", job.record.model);
+  rpc.SetAttribute("executor", executor_name);
+  rpc.SetAttribute("executor.address", address);
+  rpc.SetAttribute("attempt", attempt);
+  rpc.SetAttribute("sampler", run.params().sampler());
+  rpc.SetAttribute("gen_length", run.params().gen_length());
+  rpc.SetAttribute("block_length", run.params().block_length());
+  rpc.SetAttribute("steps", run.params().steps());
+  rpc.SetAttribute("executor_wait_seconds", (NowMs() - claimed_ms) / 1000.0);
+  telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job started",
+                 {{"executor", executor_name}, {"attempt", std::to_string(attempt)}});
   if (job.record.deadline_unix_ms > 0)
     ctx.set_deadline(std::chrono::system_clock::time_point(std::chrono::milliseconds(job.record.deadline_unix_ms)));
   v1::RunRequest request = run;
   request.set_job_id(id);
+  if (rpc.context().valid()) request.set_traceparent(rpc.traceparent());
   auto reader = pool_.Stub(address)->Run(&ctx, request);
+  std::int64_t steps_received = 0;
   v1::RunEvent ev;
   bool cancelled = false;
   auto last_cancel_check = Clock::now();
@@ -183,6 +252,7 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
       }
     }
     if (ev.has_step()) {
+      ++steps_received;
       v1::JobEvent out;
       out.set_job_id(id);
       *out.mutable_step() = ev.step();
@@ -205,24 +275,34 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     }
   }
   grpc::Status s = reader->Finish();
+  rpc.SetAttribute("steps_received", steps_received);
+  telemetry::SetRpcStatus(rpc, s);
   if (have_completed && s.ok()) {
+    rpc.SetAttribute("finish_reason", completed.finish_reason());
+    rpc.End();
     v1::JobEvent out;
     out.set_job_id(id);
     *out.mutable_completed() = completed;
     (void)store_.AppendEvent(id, out.SerializeAsString());
     (void)store_.Complete(id, handle, completed.SerializeAsString());
+    telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job succeeded",
+                   {{"executor", executor_name}, {"steps", std::to_string(steps_received)},
+                    {"running_seconds", std::to_string(completed.timings().running_seconds())}});
     return;
   }
+  rpc.End();
   if (cancelled) return finish_cancelled();
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && job.record.attempts + 1 < options_.max_attempts) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && attempt < options_.max_attempts) {
     // The executor went away mid-job: someone else finishes it.
     pool_.MarkUnhealthy(address);
-    std::cerr << "scheduler: executor " << executor_name << " failed job " << id << " (" << s.error_message()
-              << "); requeued" << std::endl;
+    telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "the executor failed the job; requeued",
+                   {{"executor", executor_name}, {"error", s.error_message()}, {"attempt", std::to_string(attempt)}});
     (void)store_.Requeue(handle);
     return;
   }
   const Status status = services::FromGrpcStatus(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the executor ended without a result") : s);
+  telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "job failed",
+                 {{"executor", executor_name}, {"error", status.ToString()}});
   (void)store_.AppendEvent(id, Failure(id, status).SerializeAsString());
   (void)store_.Fail(id, handle, status.ToString());
 }

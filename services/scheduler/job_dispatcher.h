@@ -2,6 +2,12 @@
 // steps into the job's event log, store the result before acknowledging. An executor that dies
 // mid-job gets its job requeued (another executor finishes it); a scheduler that dies leaves its
 // deliveries idle, and the reaper of any replica reclaims them.
+//
+// Telemetry: a job's spans continue the trace stored with it (the accepting span's context):
+// scheduler.queue (backdated to the job's creation, ended at the claim) and the CLIENT span of
+// the executor call, whose context goes to the executor in the metadata (and in
+// RunRequest.traceparent). Metrics: queue depth, queue wait seconds. Log lines carry the trace
+// id and the job id.
 #pragma once
 
 #include <atomic>
@@ -10,9 +16,14 @@
 #include <vector>
 
 #include "common/jobs/job_store.h"
+#include "common/telemetry/tracer.h"
 #include "services/scheduler/dispatch_policy.h"
 #include "services/scheduler/executor_pool.h"
 #include "services/scheduler/model_catalog.h"
+
+namespace unmask::telemetry {
+class ServiceMetrics;
+}
 
 namespace unmask::scheduler {
 
@@ -29,7 +40,10 @@ struct DispatcherOptions {
 
 class JobDispatcher {
  public:
-  JobDispatcher(jobs::JobStore& store, ExecutorPool& pool, ModelCatalog& catalog, DispatcherOptions options);
+  // `tracer` must outlive the dispatcher; `metrics` may be null.
+  JobDispatcher(jobs::JobStore& store, ExecutorPool& pool, ModelCatalog& catalog, DispatcherOptions options,
+                const telemetry::Tracer& tracer = telemetry::Tracer::Disabled(),
+                telemetry::ServiceMetrics* metrics = nullptr);
   ~JobDispatcher();
   void Start();
   void Stop();  // finishes the jobs in flight
@@ -38,11 +52,14 @@ class JobDispatcher {
   void ClaimLoop();
   void ReaperLoop();
   void RunJob(const jobs::ClaimedJob& job);
+  void UpdateQueueDepth();
 
   jobs::JobStore& store_;
   ExecutorPool& pool_;
   ModelCatalog& catalog_;
   DispatcherOptions options_;
+  const telemetry::Tracer& tracer_;
+  telemetry::ServiceMetrics* metrics_;
   Dispatcher picker_;
   std::mutex picker_mu_;
   std::atomic<bool> stop_{false};

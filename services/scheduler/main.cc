@@ -10,6 +10,7 @@
 
 #include "common/jobs/memory_job_store.h"
 #include "common/jobs/redis_job_store.h"
+#include "common/telemetry/options.h"
 #include "services/common/server_runner.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/executor_pool.h"
@@ -65,6 +66,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-attempts", dispatch.max_attempts, "Attempts before a job is dead-lettered")->capture_default_str();
   app.add_option("--drain-timeout-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM")->capture_default_str();
+  telemetry::TelemetryOptions tel;
+  tel.service_name = "unmask-scheduler";
+  tel.metrics_listen = "0.0.0.0:9091";
+  telemetry::AddTelemetryOptions(app, &tel);
   CLI11_PARSE(app, argc, argv);
 
   auto policy = scheduler::ParseDispatchPolicy(dispatch_policy);
@@ -86,6 +91,15 @@ int main(int argc, char** argv) {
       if (!line.empty() && line[0] != '#') options.api_keys.push_back(line);
     }
   }
+
+  auto started = telemetry::Telemetry::Start(tel);
+  if (!started.ok()) {
+    std::cerr << "unmask-scheduler: " << started.status().ToString() << "\n";
+    return started.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  telemetry::Telemetry& tm = **started;
+  if (tm.metrics_port() > 0) std::cout << "unmask-scheduler: metrics on port " << tm.metrics_port() << std::endl;
+  for (const auto& field : scheduler::ClampFields()) tm.metrics().AddClamp(field, 0);  // present from the start
 
   std::unique_ptr<jobs::JobStore> store;
   if (redis.empty()) {
@@ -121,8 +135,8 @@ int main(int argc, char** argv) {
   scheduler::SchedulerCore core(
       *store, [&pool] { return pool.Snapshot(); }, catalog,
       scheduler::MakeClamper(*clamp, executor_precision == "fp32" ? 4 : 2), options);
-  scheduler::JobDispatcher dispatcher(*store, pool, catalog, dispatch);
-  scheduler::SchedulerGrpcService service(core);
+  scheduler::JobDispatcher dispatcher(*store, pool, catalog, dispatch, tm.tracer(), &tm.metrics());
+  scheduler::SchedulerGrpcService service(core, tm.tracer(), &tm.metrics());
   services::ServerRunner runner("Scheduler");
   runner.AddService(&service);
   if (auto s = runner.Start(listen); !s.ok()) {
@@ -134,5 +148,6 @@ int main(int argc, char** argv) {
   std::cout << "unmask-scheduler: listening on port " << runner.port() << std::endl;
   runner.WaitForSignalAndDrain(std::chrono::seconds(drain_seconds));
   dispatcher.Stop();
+  tm.Shutdown();  // sends the spans still queued
   return 0;
 }

@@ -11,49 +11,100 @@ std::string Metadata(const grpc::ServerContext* ctx, const std::string& key) {
   return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
-// Authentication, then `fn`; anything thrown becomes INTERNAL here and nowhere else.
+}  // namespace
+
 template <typename Fn>
-grpc::Status Handle(SchedulerCore& core, grpc::ServerContext* ctx, Fn&& fn) {
+grpc::Status SchedulerGrpcService::Serve(grpc::ServerContext* ctx, const char* method, Fn&& fn) {
+  telemetry::ServerCall call(tracer_, metrics_, ctx, method, "unmask.v1.Scheduler");
   try {
-    Status auth = core.CheckApiKey(Metadata(ctx, "authorization"));
-    if (!auth.ok()) return services::ToGrpcStatus(auth);
-    return services::ToGrpcStatus(fn());
+    Status auth = core_.CheckApiKey(Metadata(ctx, "authorization"));
+    if (!auth.ok()) return call.Finish(services::ToGrpcStatus(auth));
+    return call.Finish(services::ToGrpcStatus(fn(call)));
   } catch (const std::exception& e) {
-    return grpc::Status(grpc::StatusCode::INTERNAL, std::string("scheduler: ") + e.what());
+    return call.Finish(grpc::Status(grpc::StatusCode::INTERNAL, std::string("scheduler: ") + e.what()));
   }
 }
 
-}  // namespace
+StatusOr<v1::SubmitResponse> SchedulerGrpcService::Accept(telemetry::ServerCall& call, const v1::GenerateRequest& r) {
+  telemetry::Span& span = call.span();
+  span.SetAttribute("model", r.model());
+  span.SetAttribute("priority", r.priority());
+  // The job's trace context is this span's (not only the caller's header): the dispatcher and
+  // the executor continue from here. With tracing off it is the caller's, passed on unchanged.
+  UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse resp, core_.Accept(r, telemetry::FormatTraceparent(call.context())));
+  const v1::Accepted& a = resp.accepted();
+  span.SetAttribute("job.id", resp.job_id());
+  span.SetAttribute("duplicate", a.duplicate());
+  span.SetAttribute("sampler", a.params().sampler().empty() ? "reference" : a.params().sampler());
+  span.SetAttribute("gen_length", a.params().gen_length());
+  span.SetAttribute("block_length", a.params().block_length());
+  span.SetAttribute("steps", a.params().steps());
+  span.SetAttribute("prompt_tokens", a.prompt_tokens());
+  span.SetAttribute("adjustments", a.adjustments_size());
+  std::string fields;
+  for (const auto& adj : a.adjustments()) {
+    fields += (fields.empty() ? "" : ",") + adj.field();
+    span.SetAttribute("adjustment." + adj.field(), adj.asked() + " -> " + adj.applied() + " (" + adj.reason() + ")");
+    if (metrics_ != nullptr && !a.duplicate()) metrics_->AddClamp(adj.field());
+  }
+  if (!fields.empty()) span.SetAttribute("adjusted_fields", fields);
+  return resp;
+}
+
+void NoteJobEvent(telemetry::Span& span, const v1::JobEvent& ev) {
+  if (!span.recording()) return;
+  if (ev.has_started()) {
+    span.AddEvent("started", {{"executor", ev.started().executor()}, {"attempt", ev.started().attempt()}});
+  } else if (ev.has_completed()) {
+    span.SetAttribute("job.state", "succeeded");
+    span.SetAttribute("finish_reason", ev.completed().finish_reason());
+  } else if (ev.has_failed()) {
+    span.SetAttribute("job.state", "failed");
+    span.SetAttribute("job.error_code", ev.failed().code());
+    span.SetAttribute("job.error", ev.failed().message());
+  }
+}
 
 grpc::Status SchedulerGrpcService::Submit(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                           v1::SubmitResponse* resp) {
-  return Handle(core_, ctx, [&]() -> Status {
-    UNMASK_ASSIGN_OR_RETURN(*resp, core_.Accept(*req, Metadata(ctx, "traceparent")));
+  return Serve(ctx, "Submit", [&](telemetry::ServerCall& call) -> Status {
+    UNMASK_ASSIGN_OR_RETURN(*resp, Accept(call, *req));
     return OkStatus();
   });
 }
 
 grpc::Status SchedulerGrpcService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                             grpc::ServerWriter<v1::JobEvent>* writer) {
-  return Handle(core_, ctx, [&]() -> Status {
-    UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted, core_.Accept(*req, Metadata(ctx, "traceparent")));
+  return Serve(ctx, "Generate", [&](telemetry::ServerCall& call) -> Status {
+    UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted, Accept(call, *req));
     return core_.Watch(
-        accepted.job_id(), [&](const v1::JobEvent& ev) { return writer->Write(ev); },
+        accepted.job_id(),
+        [&](const v1::JobEvent& ev) {
+          NoteJobEvent(call.span(), ev);
+          return writer->Write(ev);
+        },
         [&] { return ctx->IsCancelled(); }, accepted.accepted().duplicate());
   });
 }
 
 grpc::Status SchedulerGrpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                          grpc::ServerWriter<v1::JobEvent>* writer) {
-  return Handle(core_, ctx, [&]() -> Status {
+  return Serve(ctx, "Watch", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("job.id", req->job_id());
     if (req->job_id().empty()) return InvalidArgumentError("job_id: must not be empty");
     return core_.Watch(
-        req->job_id(), [&](const v1::JobEvent& ev) { return writer->Write(ev); }, [&] { return ctx->IsCancelled(); });
+        req->job_id(),
+        [&](const v1::JobEvent& ev) {
+          NoteJobEvent(call.span(), ev);
+          return writer->Write(ev);
+        },
+        [&] { return ctx->IsCancelled(); });
   });
 }
 
 grpc::Status SchedulerGrpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* resp) {
-  return Handle(core_, ctx, [&]() -> Status {
+  return Serve(ctx, "GetJob", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("job.id", req->job_id());
     UNMASK_ASSIGN_OR_RETURN(*resp, core_.GetJob(req->job_id()));
     return OkStatus();
   });
@@ -61,7 +112,8 @@ grpc::Status SchedulerGrpcService::GetJob(grpc::ServerContext* ctx, const v1::Ge
 
 grpc::Status SchedulerGrpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                             v1::ListJobsResponse* resp) {
-  return Handle(core_, ctx, [&]() -> Status {
+  return Serve(ctx, "ListJobs", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("state", req->state());
     UNMASK_ASSIGN_OR_RETURN(*resp, core_.ListJobs(*req));
     return OkStatus();
   });
@@ -69,16 +121,18 @@ grpc::Status SchedulerGrpcService::ListJobs(grpc::ServerContext* ctx, const v1::
 
 grpc::Status SchedulerGrpcService::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
                                              v1::CancelJobResponse* resp) {
-  return Handle(core_, ctx, [&]() -> Status {
+  return Serve(ctx, "CancelJob", [&](telemetry::ServerCall& call) -> Status {
+    call.span().SetAttribute("job.id", req->job_id());
     UNMASK_ASSIGN_OR_RETURN(std::string state, core_.CancelJob(req->job_id()));
     resp->set_state(state);
+    call.span().SetAttribute("job.state", state);
     return OkStatus();
   });
 }
 
 grpc::Status SchedulerGrpcService::ListModels(grpc::ServerContext* ctx, const v1::ListServedModelsRequest*,
                                               v1::ListServedModelsResponse* resp) {
-  return Handle(core_, ctx, [&]() -> Status {
+  return Serve(ctx, "ListModels", [&](telemetry::ServerCall&) -> Status {
     *resp = core_.ListModels();
     return OkStatus();
   });

@@ -202,5 +202,36 @@ TEST(ServicesEndToEndTest, AJobOfAKilledExecutorIsFinishedElsewhere) {
   EXPECT_NE(runners.back(), executor);
 }
 
+TEST(ServicesEndToEndTest, ApiKeysAreRequiredWhenConfigured) {
+  Stack stack;
+  const std::string keys = stack.model_root() + "/api-keys";
+  std::ofstream(keys) << "# comment\nsecret-key-1\n";
+  const int s = stack.StartScheduler({"--api-keys-file", keys});
+  CliResult r = stack.Cli(s, "jobs");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("API key"));
+  r = stack.Cli(s, "--api-key wrong jobs");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = stack.Cli(s, "--api-key-file " + keys.substr(0, keys.size()) + ".first jobs");
+  EXPECT_NE(r.exit_code, 0);
+  std::ofstream(keys + ".client") << "secret-key-1\n";
+  r = stack.Cli(s, "--api-key-file " + keys + ".client jobs");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(ServicesEndToEndTest, AQueuedJobExpiresAtItsDeadline) {
+  Stack stack;
+  const int s = stack.StartScheduler();  // no executor: the job can only wait
+  CliResult r = stack.Cli(s, "submit --model tiny-llada --prompt-ids 1,2 --gen-length 8 --block-length 8 --steps 8 --deadline 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  r = stack.Cli(s, "--timeout 30 watch " + id + " --json");
+  const auto events = JsonLines(r.out);
+  ASSERT_FALSE(events.empty()) << r.out;
+  ASSERT_TRUE(events.back().contains("failed")) << r.out;
+  EXPECT_EQ(events.back()["failed"]["code"], 4);  // DEADLINE_EXCEEDED
+  EXPECT_THAT(r.out, HasSubstr("deadline"));
+}
+
 }  // namespace
 }  // namespace unmask::testing

@@ -1,9 +1,11 @@
 #include "tests/e2e/stack.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
@@ -20,6 +22,22 @@ int MustPort(Process& p, const std::string& needle, const std::string& what) {
   if (port <= 0) throw std::runtime_error(what + " did not start:\n" + p.output());
   return port;
 }
+
+// argv + the metrics flag (unless `extra` has one) + extra.
+std::vector<std::string> WithExtra(std::vector<std::string> argv, const std::vector<std::string>& extra) {
+  bool has_metrics = false;
+  for (const auto& a : extra) has_metrics |= a.rfind("--metrics-listen", 0) == 0;
+  if (!has_metrics) argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+// The metrics port a service printed before it listened ("... metrics on port N"); 0 if none.
+int MetricsPort(Process& p) {
+  const std::string out = p.output();
+  const auto at = out.find("metrics on port ");
+  return at == std::string::npos ? 0 : std::atoi(out.c_str() + at + 16);
+}
 }  // namespace
 
 Stack::Stack() {
@@ -33,6 +51,10 @@ Stack::Stack() {
 Stack::~Stack() {
   for (auto& s : schedulers_) s.reset();
   for (auto& e : executors_) e.reset();
+  if (loader_ && loader_->running()) {  // SIGTERM: the loader frees its shared-memory segments
+    loader_->Kill(SIGTERM);
+    loader_->Wait();
+  }
   loader_.reset();
   redis_.reset();
 }
@@ -47,10 +69,11 @@ void Stack::StartRedis(bool append_only) {
     throw std::runtime_error("redis-server did not start:\n" + redis_->output());
 }
 
-void Stack::StartLoader() {
-  loader_ = std::make_unique<Process>(
-      std::vector<std::string>{LOADER_BIN, "--listen", "127.0.0.1:0", "--model-root", root_.path(), "--drain-timeout-seconds", "2"});
+void Stack::StartLoader(const std::vector<std::string>& extra) {
+  loader_ = std::make_unique<Process>(WithExtra(
+      {LOADER_BIN, "--listen", "127.0.0.1:0", "--model-root", root_.path(), "--drain-timeout-seconds", "2"}, extra));
   loader_port_ = MustPort(*loader_, "listening on port", "unmask-loader");
+  loader_metrics_port_ = MetricsPort(*loader_);
 }
 
 int Stack::StartExecutor(const std::vector<std::string>& extra) {
@@ -58,9 +81,9 @@ int Stack::StartExecutor(const std::vector<std::string>& extra) {
                                    "--model", "tiny-llada", "--precision", "fp32", "--load-precision", "bf16",
                                    "--executor-id", "executor-" + std::to_string(executors_.size()),
                                    "--drain-timeout-seconds", "2"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  executors_.push_back(std::make_unique<Process>(argv));
-  executor_ports_.push_back(MustPort(*executors_.back(), "on port", "unmask-executor"));
+  executors_.push_back(std::make_unique<Process>(WithExtra(argv, extra)));
+  executor_ports_.push_back(MustPort(*executors_.back(), "unmask-executor: serving", "unmask-executor"));
+  executor_metrics_ports_.push_back(MetricsPort(*executors_.back()));
   return static_cast<int>(executors_.size()) - 1;
 }
 
@@ -72,9 +95,9 @@ int Stack::StartScheduler(const std::vector<std::string>& extra) {
   for (std::size_t i = 0; i < executor_ports_.size(); ++i) addresses += (i ? "," : "") + executor_address(static_cast<int>(i));
   if (!addresses.empty()) argv.insert(argv.end(), {"--executors", addresses});
   if (redis_port_ > 0) argv.insert(argv.end(), {"--redis", redis_address()});
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  schedulers_.push_back(std::make_unique<Process>(argv));
+  schedulers_.push_back(std::make_unique<Process>(WithExtra(argv, extra)));
   scheduler_ports_.push_back(MustPort(*schedulers_.back(), "listening on port", "unmask-scheduler"));
+  scheduler_metrics_ports_.push_back(MetricsPort(*schedulers_.back()));
   return static_cast<int>(schedulers_.size()) - 1;
 }
 

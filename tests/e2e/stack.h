@@ -22,8 +22,10 @@ class Stack {
   Stack();  // writes the model root (tiny-llada with the llada-like tokenizer)
   ~Stack();
 
+  // Every service gets `--metrics-listen 127.0.0.1:0` unless `extra` names --metrics-listen;
+  // the port it bound is *_metrics_port() (0 when it serves no metrics).
   void StartRedis(bool append_only = false);
-  void StartLoader();
+  void StartLoader(const std::vector<std::string>& extra = {});
   // Returns the executor's index; its address is executor_address(i).
   int StartExecutor(const std::vector<std::string>& extra = {});
   // Returns the scheduler's index.
@@ -33,8 +35,12 @@ class Stack {
   std::string loader_address() const { return "127.0.0.1:" + std::to_string(loader_port_); }
   std::string executor_address(int i) const { return "127.0.0.1:" + std::to_string(executor_ports_[i]); }
   std::string scheduler_address(int i) const { return "127.0.0.1:" + std::to_string(scheduler_ports_[i]); }
+  Process& loader() { return *loader_; }
   Process& executor(int i) { return *executors_[i]; }
   Process& scheduler(int i) { return *schedulers_[i]; }
+  int loader_metrics_port() const { return loader_metrics_port_; }
+  int executor_metrics_port(int i) const { return executor_metrics_ports_[i]; }
+  int scheduler_metrics_port(int i) const { return scheduler_metrics_ports_[i]; }
   const std::string& model_root() const { return root_.path(); }
 
   // Runs `unmask <args>` against scheduler i.
@@ -44,8 +50,8 @@ class Stack {
   TempDir root_;
   std::unique_ptr<Process> redis_, loader_;
   std::vector<std::unique_ptr<Process>> executors_, schedulers_;
-  int redis_port_ = 0, loader_port_ = 0;
-  std::vector<int> executor_ports_, scheduler_ports_;
+  int redis_port_ = 0, loader_port_ = 0, loader_metrics_port_ = 0;
+  std::vector<int> executor_ports_, scheduler_ports_, executor_metrics_ports_, scheduler_metrics_ports_;
 };
 
 }  // namespace unmask::testing

@@ -14,10 +14,12 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "services/common/server_runner.h"
+#include "services/loader/load_trace.h"
 #include "services/loader/loader_core.h"
 #include "services/loader/loader_grpc.h"
 #include "tests/engine/temp_checkpoint.h"
 #include "tests/engine/test_paths.h"
+#include "tests/telemetry/memory_exporter.h"
 
 namespace unmask::loader {
 namespace {
@@ -263,6 +265,78 @@ TEST_F(LoaderServiceTest, HealthFollowsTheServingState) {
   runner_->SetServing(false);
   EXPECT_EQ(check(""), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   EXPECT_EQ(check("unmask.v1.Loader"), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+}
+
+TEST(LoaderLoadTraceTest, LayerOfTensorNamesTheBlock) {
+  EXPECT_EQ(LayerOfTensor("model.transformer.blocks.0.q_proj.weight"), "blocks.0");
+  EXPECT_EQ(LayerOfTensor("model.transformer.blocks.31.ff_out.weight"), "blocks.31");
+  EXPECT_EQ(LayerOfTensor("model.layers.7.mlp.up_proj.weight"), "layers.7");
+  EXPECT_EQ(LayerOfTensor("model.transformer.wte.weight"), "");
+  EXPECT_EQ(LayerOfTensor("model.transformer.ff_out.weight"), "");
+  EXPECT_EQ(LayerOfTensor("model.transformer.blocks.x.weight"), "");
+  EXPECT_EQ(LayerOfTensor("model.transformer.subblocks.3.weight"), "");
+}
+
+// Every tensor reaches the trace (not only the progress a watcher happens to see), so each layer
+// gets exactly one span, a child of the LoadModel span, ended before the next one starts.
+TEST_F(LoaderServiceTest, ALoadIsTracedWithASpanPerLayer) {
+  auto exporter = std::make_shared<telemetry::testing::MemoryExporter>();
+  telemetry::Tracer tracer("unmask-loader", exporter, 1.0);
+  telemetry::ServiceMetrics metrics;
+  LoaderOptions options;
+  options.model_roots = {root_.path()};
+  LoaderCore core(options, MetricsLoadHooks(&metrics));
+  LoaderGrpcService service(core, tracer, &metrics);
+  services::ServerRunner runner("Loader");
+  runner.AddService(&service);
+  ASSERT_TRUE(runner.Start("127.0.0.1:0").ok());
+  auto stub = v1::Loader::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(runner.port()), grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < 2; ++i) {  // the second finds it loaded: a span, no layers
+    grpc::ClientContext ctx;
+    v1::LoadModelRequest req;
+    req.set_model_id("tiny-llada");
+    auto reader = stub->LoadModel(&ctx, req);
+    v1::LoadProgress p;
+    while (reader->Read(&p)) {
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+  }
+  (void)core.Unload("tiny-llada", /*force=*/true);
+  runner.Drain(std::chrono::seconds(1));
+
+  auto spans = exporter->Take();
+  std::vector<const telemetry::SpanData*> loads, layers;
+  for (const auto& s : spans) {
+    if (s->name == "LoadModel") loads.push_back(s.get());
+    if (s->name.rfind("blocks.", 0) == 0) layers.push_back(s.get());
+  }
+  ASSERT_EQ(loads.size(), 2u);
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0]->name, "blocks.0");
+  EXPECT_EQ(layers[1]->name, "blocks.1");
+  EXPECT_LE(layers[0]->end_unix_nano, layers[1]->start_unix_nano);
+  for (const auto* l : layers) {
+    EXPECT_EQ(l->parent_span_id, loads[0]->context.span_id);
+    EXPECT_EQ(l->context.trace_id, loads[0]->context.trace_id);
+    EXPECT_EQ(l->status, telemetry::SpanStatus::kUnset);
+  }
+  EXPECT_FALSE(loads[0]->has_parent());
+  EXPECT_EQ(loads[0]->status, telemetry::SpanStatus::kOk);
+  EXPECT_NE(loads[1]->context.trace_id, loads[0]->context.trace_id);
+  auto attribute = [](const telemetry::SpanData* s, const std::string& key) -> std::string {
+    for (const auto& a : s->attributes) {
+      if (a.key != key) continue;
+      if (const auto* v = std::get_if<std::string>(&a.value)) return *v;
+      if (const auto* v = std::get_if<std::int64_t>(&a.value)) return std::to_string(*v);
+      if (const auto* v = std::get_if<bool>(&a.value)) return *v ? "true" : "false";
+    }
+    return "";
+  };
+  EXPECT_EQ(attribute(layers[0], "tensors"), "9");
+  EXPECT_EQ(attribute(loads[0], "load.layers"), "2");
+  EXPECT_EQ(attribute(loads[0], "load.ran"), "true");
+  EXPECT_EQ(attribute(loads[1], "load.ran"), "false");
 }
 
 }  // namespace

@@ -241,6 +241,49 @@ TEST(GrpcTracing, ServerCallRecordsTheErrorOnTheSpanAndTheRequestMetric) {
   EXPECT_THAT(text, ::testing::HasSubstr("unmask_request_duration_seconds_count{method=\"Check\"} 2"));
 }
 
+// A Health service whose request field `service` carries a traceparent, standing in for a
+// request message with a traceparent field of its own (RunRequest.traceparent).
+class FallbackHealth final : public Health::Service {
+ public:
+  explicit FallbackHealth(const Tracer& tracer) : tracer_(tracer) {}
+  grpc::Status Check(grpc::ServerContext* ctx, const HealthCheckRequest* req, HealthCheckResponse* resp) override {
+    auto fallback = ParseTraceparent(req->service());
+    ServerCall call(tracer_, nullptr, ctx, "Check", {}, fallback.ok() ? *fallback : SpanContext{});
+    resp->set_status(HealthCheckResponse::SERVING);
+    return call.Finish(grpc::Status::OK);
+  }
+
+ private:
+  const Tracer& tracer_;
+};
+
+TEST(GrpcTracing, TheFallbackParentIsUsedOnlyWithoutATraceparentInTheMetadata) {
+  auto exporter = std::make_shared<MemoryExporter>();
+  Tracer tracer("svc", exporter, 1.0);
+  FallbackHealth svc(tracer);
+  Server server(&svc);
+  const std::string field = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const std::string header = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  HealthCheckRequest req;
+  req.set_service(field);
+  HealthCheckResponse resp;
+  {
+    grpc::ClientContext ctx;  // no metadata: the field's context is the parent
+    ASSERT_TRUE(Health::NewStub(server.channel)->Check(&ctx, req, &resp).ok());
+  }
+  {
+    grpc::ClientContext ctx;  // metadata wins over the field
+    ctx.AddMetadata("traceparent", header);
+    ASSERT_TRUE(Health::NewStub(server.channel)->Check(&ctx, req, &resp).ok());
+  }
+  auto spans = exporter->Take();
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0]->context.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(ToHex(spans[0]->parent_span_id.data(), 8), "00f067aa0ba902b7");
+  EXPECT_EQ(spans[1]->context.trace_id_hex(), "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_EQ(ToHex(spans[1]->parent_span_id.data(), 8), "b7ad6b7169203331");
+}
+
 TEST(GrpcTracing, InjectDoesNothingForAnInvalidContext) {
   grpc::ClientContext ctx;
   InjectContext(&ctx, SpanContext{});
