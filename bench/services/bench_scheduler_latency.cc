@@ -228,6 +228,12 @@ int Main(const Args& a, int argc, char** argv) {
     return 1;
   }
   loader_runner.SetServing(true);
+  // The loader's segment lives in /dev/shm until it is unloaded: unload it on every way out
+  // (declared here, so it runs after everything declared below is gone).
+  struct UnloadAtExit {
+    loader::LoaderCore& core;
+    ~UnloadAtExit() { (void)core.Unload(kModel, /*force=*/true); }
+  } unload_at_exit{loader_core};
   auto lease = executor::LoaderLease::Acquire("127.0.0.1:" + std::to_string(loader_runner.port()), kModel, "bf16",
                                               "bench-executor", std::chrono::seconds(30));
   if (!lease.ok()) {
