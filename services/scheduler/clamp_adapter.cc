@@ -38,7 +38,7 @@ Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes) {
 
 const std::vector<std::string>& ClampFields() {
   static const std::vector<std::string> fields = {"gen_length", "block_length", "steps", "sampler", "cfg_scale",
-                                                  "temperature", "attention_query_chunk", "memory"};
+                                                  "temperature", "attention_query_chunk", "memory", "device"};
   return fields;
 }
 

@@ -10,7 +10,8 @@ namespace unmask::scheduler {
 // compute_dtype_bytes: what the executors compute in (4 for fp32, 2 for bf16/fp16).
 Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes);
 
-// Every Adjustment::field memory::Clamp may report (common/memory/clamp*.cc), so that
+// Every Adjustment::field memory::Clamp may report (common/memory/clamp*.cc) plus the scheduler's
+// own "device" (routed to a CPU executor), so that
 // unmask_clamps_total{field} can start at 0 for each before the first clamp.
 const std::vector<std::string>& ClampFields();
 

@@ -11,14 +11,23 @@ StatusOr<DispatchPolicy> ParseDispatchPolicy(const std::string& text) {
   return InvalidArgumentError("dispatch policy '" + text + "' is not one of least_busy, round_robin, random");
 }
 
-int Dispatcher::Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model) {
+bool IsCpuDevice(const std::string& device) { return device.empty() || device == "cpu" || device.rfind("cpu:", 0) == 0; }
+
+bool InDeviceClass(const ExecutorSnapshot& e, const std::string& device_class) {
+  if (device_class == kDeviceClassCpu) return IsCpuDevice(e.device);
+  if (device_class == kDeviceClassAccelerator) return !IsCpuDevice(e.device);
+  return true;
+}
+
+int Dispatcher::Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model,
+                     const std::string& device_class) {
   std::vector<int> eligible;
   for (int i = 0; i < static_cast<int>(executors.size()); ++i) {
     const auto& e = executors[i];
     int limit = std::max(1, e.max_concurrent);
     if (per_executor_limit_ > 0) limit = std::min(limit, per_executor_limit_);
     const bool serves = std::find(e.models.begin(), e.models.end(), model) != e.models.end();
-    if (e.healthy && serves && e.running + e.queued < limit) eligible.push_back(i);
+    if (e.healthy && serves && InDeviceClass(e, device_class) && e.running + e.queued < limit) eligible.push_back(i);
   }
   if (eligible.empty()) return -1;
   switch (policy_) {

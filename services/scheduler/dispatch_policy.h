@@ -24,7 +24,14 @@ struct ExecutorSnapshot {
   std::uint64_t budget_bytes = 0;
   std::string model_config_json;
   std::string precision;
+  std::string device;          // as the executor reports it: "cpu", "cuda:0", ...
 };
+
+// The executors a job may run on (Accepted.device_class): any, accelerators only, or CPU only.
+inline constexpr const char* kDeviceClassAccelerator = "accelerator";
+inline constexpr const char* kDeviceClassCpu = "cpu";
+bool IsCpuDevice(const std::string& device);  // "cpu", "cpu:N"; an executor reporting nothing counts as CPU
+bool InDeviceClass(const ExecutorSnapshot& e, const std::string& device_class);  // "" = any
 
 class Dispatcher {
  public:
@@ -32,8 +39,10 @@ class Dispatcher {
       : policy_(policy), per_executor_limit_(per_executor_limit), rng_(seed) {}
 
   // Index into `executors` of the one to use for `model`, or -1 when none is healthy, serves
-  // the model and has room (running + queued below min(max_concurrent, per-executor limit)).
-  int Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model);
+  // the model, is in `device_class` ("" = any) and has room (running + queued below
+  // min(max_concurrent, per-executor limit)).
+  int Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model,
+           const std::string& device_class = "");
 
  private:
   DispatchPolicy policy_;

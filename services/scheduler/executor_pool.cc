@@ -75,6 +75,7 @@ void ExecutorPool::PollOnce() {
       snap.budget_bytes = cap.budget_bytes();
       snap.model_config_json = cap.model_config_json();
       snap.precision = cap.precision();
+      snap.device = cap.device();
     }
     fresh[address] = std::move(snap);
   }

@@ -189,7 +189,7 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     int pick;
     {
       std::lock_guard<std::mutex> lock(picker_mu_);
-      pick = picker_.Pick(snapshot, job.record.model);
+      pick = picker_.Pick(snapshot, job.record.model, stored.accepted().device_class());
     }
     if (pick >= 0) {
       address = snapshot[pick].address;

@@ -70,6 +70,51 @@ StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::Genera
   return ids;
 }
 
+StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std::vector<ExecutorSnapshot>& executors,
+                                                        const std::string& model) const {
+  // The largest budget of each kind among the healthy executors serving the model.
+  std::uint64_t accelerator_budget = 0, cpu_budget = 0;
+  bool have_accelerator = false, have_cpu = false;
+  for (const auto& e : executors) {
+    if (!e.healthy || std::find(e.models.begin(), e.models.end(), model) == e.models.end()) continue;
+    if (IsCpuDevice(e.device)) {
+      have_cpu = true;
+      cpu_budget = std::max(cpu_budget, e.budget_bytes);
+    } else {
+      have_accelerator = true;
+      accelerator_budget = std::max(accelerator_budget, e.budget_bytes);
+    }
+  }
+  if (!have_accelerator) {
+    // One kind of executor (or none yet): fit the largest CPU budget, run anywhere.
+    in.budget_bytes = cpu_budget;
+    UNMASK_ASSIGN_OR_RETURN(ClampOutput out, clamp_(in));
+    return Placement{std::move(out), ""};
+  }
+  in.budget_bytes = accelerator_budget;
+  auto on_accelerator = clamp_(in);
+  if (on_accelerator.ok() || !have_cpu || on_accelerator.status().code() != StatusCode::kResourceExhausted) {
+    UNMASK_RETURN_IF_ERROR(on_accelerator.status());
+    return Placement{std::move(*on_accelerator), kDeviceClassAccelerator};
+  }
+  // Does not fit any GPU even at the minimum: a CPU executor takes it, clamped to its memory.
+  in.budget_bytes = cpu_budget;
+  auto on_cpu = clamp_(in);
+  if (!on_cpu.ok()) {
+    return ResourceExhaustedError(on_accelerator.status().message() + "; a CPU executor cannot take it either: " +
+                                  on_cpu.status().message());
+  }
+  v1::Adjustment routed;
+  routed.set_field("device");
+  routed.set_asked(kDeviceClassAccelerator);
+  routed.set_applied(kDeviceClassCpu);
+  routed.set_reason("does not fit the largest GPU executor budget (" + std::to_string(accelerator_budget) +
+                    " bytes) even at the minimum: " + on_accelerator.status().message() +
+                    "; routed to a CPU executor (budget " + std::to_string(cpu_budget) + " bytes)");
+  on_cpu->adjustments.insert(on_cpu->adjustments.begin(), std::move(routed));
+  return Placement{std::move(*on_cpu), kDeviceClassCpu};
+}
+
 StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r, const std::string& traceparent) {
   UNMASK_RETURN_IF_ERROR(ValidateGenerateRequest(r));
   const auto executors = executors_();
@@ -90,11 +135,8 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
                                                                 : sampler::Remasking::kLowConfidence;
   p.mask_id = config.mask_token_id;
   p.eos_id = config.eos_token_id;
-  for (const auto& e : executors) {
-    if (e.healthy && std::find(e.models.begin(), e.models.end(), r.model()) != e.models.end())
-      in.budget_bytes = std::max(in.budget_bytes, e.budget_bytes);
-  }
-  UNMASK_ASSIGN_OR_RETURN(ClampOutput out, clamp_(in));
+  UNMASK_ASSIGN_OR_RETURN(Placement placed, Place(in, executors, r.model()));
+  ClampOutput& out = placed.clamped;
   UNMASK_RETURN_IF_ERROR(sampler::ValidateParams(out.params, config, in.prompt_length).WithContext("params"));
 
   UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
@@ -112,6 +154,7 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   *accepted.mutable_params() = run.params();
   for (const auto& a : out.adjustments) *accepted.add_adjustments() = a;
   accepted.set_prompt_tokens(static_cast<std::int64_t>(prompt.size()));
+  accepted.set_device_class(placed.device_class);
 
   jobs::JobRecord record;
   record.model = r.model();

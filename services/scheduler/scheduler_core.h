@@ -62,6 +62,15 @@ class SchedulerCore {
   v1::ListServedModelsResponse ListModels() const;
 
  private:
+  // Fits the request to the executors serving the model: to the largest GPU budget when GPU
+  // executors serve it, else (or when it does not fit any GPU even at the minimum and a CPU
+  // executor serves it) to the largest CPU budget, and says which executors may run it.
+  struct Placement {
+    ClampOutput clamped;
+    std::string device_class;  // Accepted.device_class
+  };
+  StatusOr<Placement> Place(ClampInput in, const std::vector<ExecutorSnapshot>& executors, const std::string& model) const;
+
   StatusOr<std::vector<std::int64_t>> EncodePrompt(const v1::GenerateRequest& request,
                                                    const checkpoint::LladaConfig& config);
 
