@@ -42,7 +42,7 @@ at::Tensor LladaModel::Block(const LladaBlockWeights& blk, const at::Tensor& x, 
   at::Tensor v = blk.v_proj.Apply(h).view({b, t, config_.n_kv_heads, hd}).transpose(1, 2);
   q = ApplyRotary(q, rope);
   k = ApplyRotary(k, rope);
-  at::Tensor att = Attention(q, k, v, key_bias, options_.attention_query_chunk);
+  at::Tensor att = Attention(q, k, v, key_bias, ScopedAttentionChunk::Effective(options_.attention_query_chunk));
   att = att.transpose(1, 2).contiguous().view({b, t, config_.d_model});
   at::Tensor out = x + blk.attn_out.Apply(att);
 
@@ -78,7 +78,7 @@ at::Tensor LladaModel::CachedBlock(const LladaBlockWeights& blk, const at::Tenso
     kv->k.narrow(2, offset, t).copy_(k);
     kv->v.narrow(2, offset, t).copy_(v);
   }
-  at::Tensor att = Attention(q, kv->k, kv->v, key_bias, options_.attention_query_chunk);
+  at::Tensor att = Attention(q, kv->k, kv->v, key_bias, ScopedAttentionChunk::Effective(options_.attention_query_chunk));
   att = att.transpose(1, 2).contiguous().view({b, t, config_.d_model});
   at::Tensor out = x + blk.attn_out.Apply(att);
 

@@ -18,4 +18,22 @@ const char* PrecisionName(Precision p) {
   return "?";
 }
 
+namespace {
+thread_local std::int64_t current_chunk = 0;
+}  // namespace
+
+ScopedAttentionChunk::ScopedAttentionChunk(std::int64_t chunk) : previous_(current_chunk) {
+  if (chunk > 0) current_chunk = chunk;
+}
+
+ScopedAttentionChunk::~ScopedAttentionChunk() { current_chunk = previous_; }
+
+std::int64_t ScopedAttentionChunk::Current() { return current_chunk; }
+
+std::int64_t ScopedAttentionChunk::Effective(std::int64_t configured) {
+  if (current_chunk <= 0) return configured;
+  if (configured <= 0) return current_chunk;
+  return current_chunk < configured ? current_chunk : configured;
+}
+
 }  // namespace unmask::model

@@ -22,4 +22,23 @@ struct ModelOptions {
   std::int64_t attention_query_chunk = 0;
 };
 
+// A per-thread attention chunk for the forward passes this thread runs while the object lives
+// (an executor job whose chunk the scheduler's memory clamp chose). The effective chunk is the
+// smaller of this and ModelOptions::attention_query_chunk where both are set; 0 sets nothing.
+// Scopes nest; each restores the previous value.
+class ScopedAttentionChunk {
+ public:
+  explicit ScopedAttentionChunk(std::int64_t chunk);
+  ~ScopedAttentionChunk();
+  ScopedAttentionChunk(const ScopedAttentionChunk&) = delete;
+  ScopedAttentionChunk& operator=(const ScopedAttentionChunk&) = delete;
+
+  static std::int64_t Current();  // 0 when no scope is open on this thread
+  // What a model configured with `configured` uses on this thread now.
+  static std::int64_t Effective(std::int64_t configured);
+
+ private:
+  std::int64_t previous_;
+};
+
 }  // namespace unmask::model

@@ -110,14 +110,16 @@ void Span::SetStatusSlow(SpanStatus status, std::string_view message) {
   data.status_message = status == SpanStatus::kError ? std::string(message) : std::string();
 }
 
-void Span::EndSlow() {
+void Span::EndSlow(std::uint64_t end_unix_nano) {
   std::unique_ptr<Recording> rec = std::move(rec_);
   std::unique_ptr<SpanData> data;
   {
     std::lock_guard<std::mutex> lock(rec->mu);
     data = std::move(rec->data);
   }
-  data->end_unix_nano = NowUnixNano();
+  const std::uint64_t now = NowUnixNano();
+  // Never before the start (a clock step, or an end time given from before it).
+  data->end_unix_nano = std::max(data->start_unix_nano, end_unix_nano != 0 ? end_unix_nano : now);
   if (rec->exporter) rec->exporter->Export(std::move(data));
 }
 

@@ -48,6 +48,11 @@ class Span {
   void End() {
     if (rec_) EndSlow();
   }
+  // As End(), with the end time given (e.g. the time of the last step of a block whose end is
+  // only known when the next block starts). 0 means now.
+  void EndAt(std::uint64_t end_unix_nano) {
+    if (rec_) EndSlow(end_unix_nano);
+  }
 
   // This span's context: inject it into outgoing calls and store it with jobs so that their
   // work becomes its children. When tracing is off it is the parent's context unchanged (so
@@ -70,7 +75,7 @@ class Span {
   void SetAttributeSlow(std::string_view key, const AttrValue& value);
   void AddEventSlow(std::string_view name, std::initializer_list<Attr> attributes);
   void SetStatusSlow(SpanStatus status, std::string_view message);
-  void EndSlow();
+  void EndSlow(std::uint64_t end_unix_nano = 0);
 
   SpanContext context_;
   std::unique_ptr<Recording> rec_;

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/telemetry/block_spans.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
 #include "common/weights/device_budget.h"
@@ -37,7 +38,7 @@ std::string BatchKey(const JobRequest& r) {
   const auto& p = r.params;
   if (p.temperature != 0 || p.remasking != sampler::Remasking::kLowConfidence) return "";
   std::ostringstream key;
-  key << r.prompt_ids.size() << '/' << p.gen_length << '/' << p.block_length << '/' << p.steps << '/' << p.cfg_scale
+  key << r.attention_query_chunk << '/' << p.gen_length << '/' << p.block_length << '/' << p.steps << '/' << p.cfg_scale
       << '/' << p.logits_eos_inf << p.confidence_eos_eot_inf << '/' << static_cast<int>(r.mode) << '/'
       << r.fast.threshold << '/' << r.fast.factor << '/' << r.fast.early_stop;
   return key.str();
@@ -142,9 +143,12 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
   sampler::PromptBatch prompts;
   for (const auto& job : batch) prompts.ids.push_back(job->request().prompt_ids);
 
-  // One span per job (each continues its own trace), with an event per step.
+  // One span per job (each continues its own trace), with a child span per diffusion block that
+  // carries an event per step.
   std::vector<telemetry::Span> spans;
+  std::vector<telemetry::BlockSpans> blocks;
   spans.reserve(batch.size());
+  blocks.reserve(batch.size());
   for (const auto& job : batch) {
     const JobRequest& req = job->request();
     telemetry::Span span = tracer_.StartSpan("executor.job", req.trace_context);
@@ -160,6 +164,7 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
       span.SetAttribute("steps", req.params.steps);
       span.SetAttribute("queued_seconds", Seconds(start - job->submitted()));
     }
+    blocks.emplace_back(tracer_, span, "executor.block");
     spans.push_back(std::move(span));
   }
 
@@ -181,15 +186,15 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
                                                              std::to_string(ev.step)));
       if (job.cancelled()) {
         live[r] = false;  // its row rides along; the others are not held up
+        blocks[r].EndError(job.cancel_reason().ToString());
         spans[r].SetError(job.cancel_reason().ToString());
         spans[r].End();
         Fail(job, job.cancel_reason());
         continue;
       }
-      spans[r].AddEvent("step", {{"step", ev.step},
-                                 {"block", ev.block},
-                                 {"unmasked", static_cast<std::int64_t>(ev.positions[r].size())},
-                                 {"seconds", dt}});
+      const auto unmasked = static_cast<std::int64_t>(ev.positions[r].size());
+      blocks[r].Step(ev.block, ev.step, unmasked)
+          .AddEvent("step", {{"step", ev.step}, {"block", ev.block}, {"unmasked", unmasked}, {"seconds", dt}});
       JobEvent out;
       out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[r], ev.tokens[r], ev.elapsed_seconds};
       job.Push(std::move(out));
@@ -197,6 +202,7 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
     }
     return any_live;
   };
+  model::ScopedAttentionChunk chunk(first.attention_query_chunk);  // the same for the whole batch (BatchKey)
   auto result = sampler::Generate(first.mode, *model, prompts, first.params, first.fast, on_step);
   const double running = Seconds(Clock::now() - start);
   std::uint64_t generated = 0;
@@ -204,6 +210,7 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
     if (!live[r]) continue;
     Job& job = *batch[r];
     if (!result.ok()) {
+      blocks[r].EndError(result.status().ToString());
       spans[r].SetError(result.status().ToString());
       spans[r].End();
       Fail(job, result.status());
@@ -230,6 +237,8 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
     const auto tokens = static_cast<std::int64_t>(result->output[r].size());
     generated += static_cast<std::uint64_t>(tokens);
     telemetry::Span& span = spans[r];
+    blocks[r].EndOk();
+    span.SetAttribute("blocks", blocks[r].blocks_started());
     span.SetAttribute("tokens.generated", tokens);
     span.SetAttribute("steps_run", c.steps_run);
     span.SetAttribute("finish_reason", c.finish_reason);

@@ -2,10 +2,13 @@
 // jobs that can share forward passes are batched (up to max_batch) and each job's rows are
 // reported to it step by step.
 //
-// Batching rule: jobs batch together when they agree on everything but the prompt ids and the
-// seed — same prompt length, gen_length, block_length, steps, sampler mode and options — and are
+// Batching rule: jobs batch together when they agree on everything but the prompt and the seed
+// — same gen_length, block_length, steps, sampler mode and options, attention chunk — and are
 // deterministic (temperature 0, low-confidence remasking), because random draws are made over
 // the whole batch tensor and would make a batched row differ from the same job run alone.
+// Prompts of different lengths are left-padded to the longest and the padding is masked out of
+// attention (a key-padding mask), as the official generate() does; RoPE depends only on the
+// distance between positions, so a padded row computes what it computes alone.
 #pragma once
 
 #include <condition_variable>
@@ -46,7 +49,8 @@ struct CapacityReport {
 };
 
 // Telemetry: every job that runs gets a span (executor.job, child of JobRequest::trace_context)
-// with one "step" event per diffusion step; the metrics (when given) get step and run seconds,
+// with a child span per diffusion block (executor.block) that carries one "step" event per
+// diffusion step of the block; the metrics (when given) get step and run seconds,
 // generated tokens, tokens per second and the memory gauges.
 class ExecutorCore {
  public:

@@ -32,6 +32,10 @@ StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkp
   if (in.threshold() != 0) r.fast.threshold = in.threshold();
   if (in.factor() != 0) r.fast.factor = in.factor();
   r.stop_at_eos = in.stop_at_eos();
+  if (in.attention_query_chunk() < 0)
+    return InvalidArgumentError("params.attention_query_chunk: must be >= 0 (0 = the executor's default), got " +
+                                std::to_string(in.attention_query_chunk()));
+  r.attention_query_chunk = in.attention_query_chunk();
   return r;
 }
 

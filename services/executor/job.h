@@ -28,6 +28,9 @@ struct JobRequest {
   sampler::SamplerMode mode = sampler::SamplerMode::kReference;
   sampler::FastOptions fast;
   bool stop_at_eos = false;
+  // > 0: this job's attention in chunks of this many query rows (the smaller of it and the
+  // executor's --attention-chunk wins); 0: the executor's.
+  std::int64_t attention_query_chunk = 0;
   Clock::time_point deadline = Clock::time_point::max();
   // The Run call's span: the job's span (executor.job) is its child. Invalid: a trace of its own.
   telemetry::SpanContext trace_context;

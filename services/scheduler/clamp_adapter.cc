@@ -4,7 +4,7 @@ namespace unmask::scheduler {
 
 Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes) {
   return [policy, compute_dtype_bytes](const ClampInput& in) -> StatusOr<ClampOutput> {
-    ClampOutput out{in.params, in.sampler, {}};
+    ClampOutput out{in.params, in.sampler, in.attention_query_chunk, {}};
     if (in.budget_bytes == 0) return out;  // no executor has reported a budget yet: nothing to fit against
     memory::GenerationRequest asked;
     asked.prompt_length = in.prompt_length;
@@ -15,6 +15,7 @@ Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes) {
     asked.cfg_scale = in.params.cfg_scale;
     asked.sampler = in.sampler;
     asked.compute_dtype_bytes = compute_dtype_bytes;
+    asked.attention_query_chunk = in.attention_query_chunk;
     // The executor's budget is its free memory after the weights it already maps: weights 0.
     UNMASK_ASSIGN_OR_RETURN(memory::ClampResult r,
                             memory::Clamp(in.config, asked, in.budget_bytes, /*weights_bytes=*/0, policy));
@@ -24,6 +25,7 @@ Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes) {
     out.params.temperature = r.applied.temperature;
     out.params.cfg_scale = r.applied.cfg_scale;
     out.sampler = r.applied.sampler;
+    out.attention_query_chunk = r.applied.attention_query_chunk;
     for (const auto& a : r.adjustments) {
       v1::Adjustment adj;
       adj.set_field(a.field);

@@ -71,6 +71,9 @@ Status ValidateParams(const v1::GenerationParams& p) {
     return Bad("params.threshold", "must be in [0, 1] (0 = the default 0.9)", Num(p.threshold()));
   if (!std::isfinite(p.factor()) || p.factor() < 0)
     return Bad("params.factor", "must be >= 0 (0 = the default)", Num(p.factor()));
+  if (p.attention_query_chunk() < 0 || p.attention_query_chunk() > kMaxAttentionQueryChunk)
+    return Bad("params.attention_query_chunk", "must be in [0, " + std::to_string(kMaxAttentionQueryChunk) + "] (0 = the executor's default)",
+               std::to_string(p.attention_query_chunk()));
   return OkStatus();
 }
 

@@ -11,8 +11,9 @@ namespace unmask::scheduler {
 namespace {
 
 v1::GenerationParams ToProto(const sampler::GenerationParams& p, const std::string& sampler,
-                             const v1::GenerationParams& asked) {
+                             std::int64_t attention_query_chunk, const v1::GenerationParams& asked) {
   v1::GenerationParams out = asked;
+  out.set_attention_query_chunk(attention_query_chunk);
   out.set_gen_length(p.gen_length);
   out.set_block_length(p.block_length);
   out.set_steps(p.steps);
@@ -123,7 +124,7 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
 
   // Defaults first (what the official generate() would be called with), then the clamp.
   ClampInput in{config, {}, r.params().sampler().empty() ? "reference" : r.params().sampler(),
-                static_cast<std::int64_t>(prompt.size()), 0};
+                static_cast<std::int64_t>(prompt.size()), 0, r.params().attention_query_chunk()};
   auto& p = in.params;
   p.gen_length = r.params().has_gen_length() ? r.params().gen_length() : options_.default_gen_length;
   p.block_length = r.params().has_block_length() ? r.params().block_length()
@@ -147,7 +148,7 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   v1::RunRequest& run = *stored.mutable_run();
   run.set_model_id(r.model());
   for (auto id : prompt) run.add_prompt_ids(id);
-  *run.mutable_params() = ToProto(out.params, out.sampler, r.params());
+  *run.mutable_params() = ToProto(out.params, out.sampler, out.attention_query_chunk, r.params());
   run.set_traceparent(traceparent);
   stored.set_partial_text(r.partial_text());
   v1::Accepted& accepted = *stored.mutable_accepted();

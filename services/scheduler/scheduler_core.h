@@ -23,10 +23,12 @@ struct ClampInput {
   std::string sampler;  // mode name
   std::int64_t prompt_length = 0;
   std::uint64_t budget_bytes = 0;  // largest budget among the executors serving the model; 0 = unknown
+  std::int64_t attention_query_chunk = 0;  // 0 = full attention
 };
 struct ClampOutput {
   sampler::GenerationParams params;
   std::string sampler;
+  std::int64_t attention_query_chunk = 0;
   std::vector<v1::Adjustment> adjustments;
 };
 using Clamper = std::function<StatusOr<ClampOutput>(const ClampInput&)>;

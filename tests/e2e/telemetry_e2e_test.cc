@@ -1,15 +1,22 @@
 // End-to-end telemetry: the real binaries export spans to an OTLP collector stood up in the test
 // (tests/telemetry/test_collector), and serve Prometheus metrics scraped over plain HTTP.
 //
-//   - one Generate is one trace: the scheduler's Generate span is its root (the CLI does not
-//     trace), the dispatcher's spans are children of the context stored with the job, the
-//     executor's Run span is the child of the dispatcher's client span, and the executor's job
-//     span (with an event per step) is the child of Run;
+//   - one Generate is one trace: the `unmask` CLI's client span is its root, the scheduler's
+//     Generate span its child, the dispatcher's spans are children of the context stored with
+//     the job, the executor's Run span is the child of the dispatcher's client span, the
+//     executor's job span is the child of Run, and the job span has one executor.block child per
+//     diffusion block, each with an event per step of the block;
+//   - the CLI continues a --traceparent (and passes it on when it does not trace itself);
 //   - a LoadModel is a trace of its own with a span per layer (blocks.N);
-//   - a collector that is not there costs the requests nothing;
+//   - a collector that is not there (or hangs) costs the requests and the CLI nothing;
 //   - every service's /metrics parses as the text exposition format and has its unmask_* families.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -28,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/e2e/span_views.h"
 #include "tests/e2e/stack.h"
 #include "tests/telemetry/test_collector.h"
 
@@ -38,114 +46,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using nlohmann::json;
 using telemetry::testing::HttpGet;
-using telemetry::testing::ReceivedSpan;
 using telemetry::testing::TestCollector;
 using telemetry::testing::UnusedPort;
-using OtlpSpan = opentelemetry::proto::trace::v1::Span;
-
-constexpr auto kSpanDeadline = std::chrono::seconds(30);
-
-std::string Hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
-// A received span in the form the assertions read.
-struct SpanView {
-  std::string service, name, trace_id, span_id, parent_span_id;  // ids in hex; parent "" for a root
-  int kind = 0;
-  int status = 0;
-  std::uint64_t start = 0, end = 0;
-  std::map<std::string, std::string> attributes;  // every value as text
-  std::vector<std::pair<std::string, std::map<std::string, std::string>>> events;
-};
-
-std::string AnyText(const opentelemetry::proto::common::v1::AnyValue& v) {
-  switch (v.value_case()) {
-    case opentelemetry::proto::common::v1::AnyValue::kStringValue: return v.string_value();
-    case opentelemetry::proto::common::v1::AnyValue::kIntValue: return std::to_string(v.int_value());
-    case opentelemetry::proto::common::v1::AnyValue::kBoolValue: return v.bool_value() ? "true" : "false";
-    case opentelemetry::proto::common::v1::AnyValue::kDoubleValue: return std::to_string(v.double_value());
-    default: return "?";
-  }
-}
-
-SpanView View(const ReceivedSpan& r) {
-  const OtlpSpan& s = r.span;
-  SpanView v;
-  v.service = r.service;
-  v.name = s.name();
-  v.trace_id = Hex(s.trace_id());
-  v.span_id = Hex(s.span_id());
-  v.parent_span_id = Hex(s.parent_span_id());
-  v.kind = s.kind();
-  v.status = s.status().code();
-  v.start = s.start_time_unix_nano();
-  v.end = s.end_time_unix_nano();
-  for (const auto& kv : s.attributes()) v.attributes[kv.key()] = AnyText(kv.value());
-  for (const auto& e : s.events()) {
-    std::map<std::string, std::string> attrs;
-    for (const auto& kv : e.attributes()) attrs[kv.key()] = AnyText(kv.value());
-    v.events.emplace_back(e.name(), std::move(attrs));
-  }
-  return v;
-}
-
-std::vector<SpanView> Views(const TestCollector& c) {
-  std::vector<SpanView> out;
-  for (const auto& r : c.spans()) out.push_back(View(r));
-  return out;
-}
-
-// The spans of `service` named `name` (and, when given, with attribute key=value).
-std::vector<SpanView> Find(const std::vector<SpanView>& spans, const std::string& service, const std::string& name,
-                           const std::string& key = "", const std::string& value = "") {
-  std::vector<SpanView> out;
-  for (const auto& s : spans) {
-    if (s.service != service || s.name != name) continue;
-    if (!key.empty()) {
-      auto it = s.attributes.find(key);
-      if (it == s.attributes.end() || it->second != value) continue;
-    }
-    out.push_back(s);
-  }
-  return out;
-}
-
-// Waits (polling the collector, which wakes on every export) until `ready` holds or the
-// deadline passes; returns the spans seen last.
-std::vector<SpanView> WaitForSpans(TestCollector& c, const std::function<bool(const std::vector<SpanView>&)>& ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpanDeadline;
-  while (true) {
-    const std::size_t seen = c.span_count();
-    auto spans = Views(c);
-    if (ready(spans) || std::chrono::steady_clock::now() >= deadline) return spans;
-    c.WaitForSpans(seen + 1, std::chrono::milliseconds(250));
-  }
-}
-
-std::string Describe(const std::vector<SpanView>& spans) {
-  std::ostringstream out;
-  for (const auto& s : spans) {
-    out << s.service << " " << s.name << " trace=" << s.trace_id << " span=" << s.span_id << " parent=" << s.parent_span_id;
-    if (std::getenv("UNMASK_TEST_DUMP_SPANS") != nullptr) {
-      for (const auto& [k, v] : s.attributes) out << " " << k << "=" << v;
-      out << " events=" << s.events.size();
-    }
-    out << "\n";
-  }
-  return out.str();
-}
-
-// UNMASK_TEST_DUMP_SPANS=1: print every span received (to see what a trace looks like).
-void MaybeDump(const std::vector<SpanView>& spans) {
-  if (std::getenv("UNMASK_TEST_DUMP_SPANS") != nullptr) std::cerr << Describe(spans);
-}
 
 std::vector<json> JsonLines(const std::string& out) {
   std::vector<json> lines;
@@ -310,9 +212,54 @@ void ExpectFamily(const Exposition& e, const std::string& name, const std::strin
   EXPECT_FALSE(it->second.help.empty()) << who << " " << name << " has no HELP";
 }
 
+// The trace id the CLI printed ("trace_id=<32 hex>" on a line of its own); "" when none.
+std::string PrintedTraceId(const std::string& out) {
+  std::stringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string key = "trace_id=";
+    if (line.rfind(key, 0) == 0 && line.size() == key.size() + 32) return line.substr(key.size());
+  }
+  return "";
+}
+
+// A TCP port that accepts connections (the kernel completes them) and never answers: a collector
+// that hangs. Closed with the object.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 64) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen on 127.0.0.1";
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentListener() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// The tests say where the CLI traces to; a developer's environment must not.
+const bool kTraceEnvironmentCleared = [] {
+  ::unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+  ::unsetenv("TRACEPARENT");
+  return true;
+}();
+
 // ---- tests --------------------------------------------------------------------------------
 
-TEST(ServicesTelemetryTest, OneGenerateIsOneTraceFromTheSchedulerThroughTheExecutor) {
+TEST(ServicesTelemetryTest, OneGenerateIsOneTraceFromTheCliThroughTheExecutorsBlocks) {
   TestCollector collector;
   Stack stack;
   const std::vector<std::string> tracing = {"--otlp-endpoint", collector.endpoint()};
@@ -320,48 +267,69 @@ TEST(ServicesTelemetryTest, OneGenerateIsOneTraceFromTheSchedulerThroughTheExecu
   stack.StartExecutor(tracing);
   const int s = stack.StartScheduler(tracing);
 
-  CliResult r = stack.Cli(s, "generate --model tiny-llada --prompt-ids 1,2,3 --gen-length 16 --block-length 8 --steps 16 --json");
+  // 16 tokens in blocks of 8, 16 steps: 2 blocks of 8 steps.
+  CliResult r = stack.Cli(s, "--otlp-endpoint " + collector.endpoint() +
+                                 " generate --model tiny-llada --prompt-ids 1,2,3 --gen-length 16 --block-length 8"
+                                 " --steps 16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto events = JsonLines(r.out);
   ASSERT_TRUE(Completed(events)) << r.out;
   const std::string job = JobIdOf(events);
   ASSERT_FALSE(job.empty()) << r.out;
+  const std::string printed = PrintedTraceId(r.out);
+  ASSERT_FALSE(printed.empty()) << "the CLI prints trace_id=<hex> when it traces:\n" << r.out;
 
   auto spans = WaitForSpans(collector, [&](const std::vector<SpanView>& all) {
-    return !Find(all, "unmask-scheduler", "Generate", "job.id", job).empty() &&
+    const auto job_span = Find(all, "unmask-executor", "executor.job", "job.id", job);
+    return !Find(all, "unmask-cli", "unmask.v1.Scheduler/Generate", "job.id", job).empty() &&
+           !Find(all, "unmask-scheduler", "Generate", "job.id", job).empty() &&
            !Find(all, "unmask-scheduler", "scheduler.queue", "job.id", job).empty() &&
            !Find(all, "unmask-scheduler", "unmask.v1.Executor/Run", "job.id", job).empty() &&
-           !Find(all, "unmask-executor", "Run", "job.id", job).empty() &&
-           !Find(all, "unmask-executor", "executor.job", "job.id", job).empty();
+           !Find(all, "unmask-executor", "Run", "job.id", job).empty() && job_span.size() == 1 &&
+           Children(all, job_span[0], "executor.block").size() >= 2;
   });
   MaybeDump(spans);
+  const auto cli = Find(spans, "unmask-cli", "unmask.v1.Scheduler/Generate", "job.id", job);
   const auto generate = Find(spans, "unmask-scheduler", "Generate", "job.id", job);
   const auto queue = Find(spans, "unmask-scheduler", "scheduler.queue", "job.id", job);
   const auto client = Find(spans, "unmask-scheduler", "unmask.v1.Executor/Run", "job.id", job);
   const auto run = Find(spans, "unmask-executor", "Run", "job.id", job);
   const auto job_span = Find(spans, "unmask-executor", "executor.job", "job.id", job);
+  ASSERT_EQ(cli.size(), 1u) << Describe(spans);
   ASSERT_EQ(generate.size(), 1u) << Describe(spans);
   ASSERT_EQ(queue.size(), 1u) << Describe(spans);
   ASSERT_EQ(client.size(), 1u) << Describe(spans);
   ASSERT_EQ(run.size(), 1u) << Describe(spans);
   ASSERT_EQ(job_span.size(), 1u) << Describe(spans);
 
-  // One trace; the CLI does not trace, so the scheduler's Generate span is its root.
+  // One trace, rooted at the CLI's client span, whose id the CLI printed.
+  const SpanView& c = cli[0];
+  const std::string trace = c.trace_id;
+  EXPECT_EQ(trace, printed);
+  EXPECT_EQ(c.parent_span_id, "") << "the CLI's span is the root";
+  EXPECT_EQ(c.kind, 3);    // CLIENT
+  EXPECT_EQ(c.status, 1);  // OK
+  EXPECT_EQ(c.attributes.at("rpc.method"), "unmask.v1.Scheduler/Generate");
+  EXPECT_EQ(c.attributes.at("rpc.grpc.status_code"), "0");
+  EXPECT_EQ(c.attributes.at("model"), "tiny-llada");
+  std::set<std::string> services;
+  int roots = 0;
+  for (const auto& sp : spans) {
+    if (sp.trace_id != trace) continue;
+    services.insert(sp.service);
+    roots += sp.parent_span_id.empty();
+  }
+  EXPECT_EQ(services, (std::set<std::string>{"unmask-cli", "unmask-scheduler", "unmask-executor"})) << Describe(spans);
+  EXPECT_EQ(roots, 1) << Describe(spans);
+
+  // Parent links: the scheduler's Generate is the child of the CLI's span; the dispatcher's
+  // spans are children of the context stored with the job (the Generate span's), the executor's
+  // Run span is the child of the dispatcher's client span, the job's span is the child of Run.
   const SpanView& g = generate[0];
-  const std::string trace = g.trace_id;
-  EXPECT_EQ(g.parent_span_id, "") << "the CLI sends no traceparent";
+  EXPECT_EQ(g.parent_span_id, c.span_id);
   EXPECT_EQ(g.kind, 2);    // SERVER
   EXPECT_EQ(g.status, 1);  // OK
-  std::set<std::string> services;
-  for (const auto& sp : spans) {
-    if (sp.trace_id == trace) services.insert(sp.service);
-  }
-  EXPECT_EQ(services, (std::set<std::string>{"unmask-scheduler", "unmask-executor"})) << Describe(spans);
-  for (const auto* v : {&queue[0], &client[0], &run[0], &job_span[0]}) EXPECT_EQ(v->trace_id, trace) << v->name;
-
-  // Parent links: the dispatcher's spans are children of the context stored with the job (the
-  // Generate span's), the executor's Run span is the child of the dispatcher's client span, the
-  // job's span is the child of Run.
+  for (const auto* v : {&g, &queue[0], &client[0], &run[0], &job_span[0]}) EXPECT_EQ(v->trace_id, trace) << v->name;
   EXPECT_EQ(queue[0].parent_span_id, g.span_id);
   EXPECT_EQ(client[0].parent_span_id, g.span_id);
   EXPECT_EQ(client[0].kind, 3);  // CLIENT
@@ -369,13 +337,16 @@ TEST(ServicesTelemetryTest, OneGenerateIsOneTraceFromTheSchedulerThroughTheExecu
   EXPECT_EQ(run[0].kind, 2);
   EXPECT_EQ(job_span[0].parent_span_id, run[0].span_id);
 
-  // The queue span covers creation to claim (backdated into the Generate span); the job's spans
-  // continue after it.
+  // Time: the CLI's call encloses the server's (clocks of one host; 50 ms slack); the queue span
+  // covers creation to claim (backdated into the Generate span); the job's spans continue after it.
+  constexpr std::uint64_t kSlack = 50'000'000ull;
+  EXPECT_LE(c.start, g.start + kSlack);
+  EXPECT_GE(c.end + kSlack, g.end);
   // (the stored creation time has millisecond resolution)
   EXPECT_GE(queue[0].start + 1'000'000ull, g.start);
   EXPECT_LE(queue[0].start, queue[0].end);
   EXPECT_LE(queue[0].end, client[0].start);
-  EXPECT_LE(client[0].start, run[0].start + 50'000'000ull);  // clocks of one host; 50 ms slack
+  EXPECT_LE(client[0].start, run[0].start + kSlack);
   EXPECT_GE(job_span[0].start, queue[0].end);
   EXPECT_LE(job_span[0].end, g.end);
 
@@ -395,25 +366,110 @@ TEST(ServicesTelemetryTest, OneGenerateIsOneTraceFromTheSchedulerThroughTheExecu
   EXPECT_EQ(j.attributes.at("sampler"), "reference");
   EXPECT_EQ(j.attributes.at("batch.size"), "1");
   EXPECT_EQ(j.attributes.at("tokens.generated"), "16");
+  EXPECT_EQ(j.attributes.at("blocks"), "2");
   EXPECT_EQ(j.status, 1);
 
-  // One event per diffusion step on the job's span; together they unmask every position.
+  // Exactly one executor.block span per diffusion block, children of the job's span, in order,
+  // tiling it; each carries the events of its own steps, which together unmask its 8 positions.
+  const auto blocks = Children(spans, j, "executor.block");
+  ASSERT_EQ(blocks.size(), 2u) << Describe(spans);
   int steps = 0, unmasked = 0;
-  std::set<std::string> blocks;
-  for (const auto& [name, attrs] : j.events) {
-    if (name != "step") continue;
-    ++steps;
-    unmasked += std::stoi(attrs.at("unmasked"));
-    blocks.insert(attrs.at("block"));
-    EXPECT_EQ(attrs.count("step"), 1u);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const SpanView& blk = blocks[b];
+    SCOPED_TRACE("block " + std::to_string(b));
+    EXPECT_EQ(blk.service, "unmask-executor");
+    EXPECT_EQ(blk.kind, 1);  // INTERNAL
+    EXPECT_EQ(blk.status, 1);
+    EXPECT_EQ(blk.attributes.at("block"), std::to_string(b));
+    EXPECT_EQ(blk.attributes.at("first_step"), std::to_string(8 * b));
+    EXPECT_EQ(blk.attributes.at("last_step"), std::to_string(8 * b + 7));
+    EXPECT_EQ(blk.attributes.at("steps"), "8");
+    EXPECT_EQ(blk.attributes.at("unmasked"), "8");
+    EXPECT_GE(blk.start, j.start);
+    EXPECT_LE(blk.start, blk.end);
+    EXPECT_LE(blk.end, j.end);
+    if (b > 0) {
+      EXPECT_LE(blocks[b - 1].end, blk.start);
+    }
+    int block_steps = 0, block_unmasked = 0;
+    for (const auto& [name, attrs] : blk.events) {
+      if (name != "step") continue;
+      ++block_steps;
+      block_unmasked += std::stoi(attrs.at("unmasked"));
+      EXPECT_EQ(attrs.at("block"), std::to_string(b));
+      const int step = std::stoi(attrs.at("step"));
+      EXPECT_GE(step, static_cast<int>(8 * b));
+      EXPECT_LE(step, static_cast<int>(8 * b + 7));
+      EXPECT_EQ(attrs.count("seconds"), 1u);
+    }
+    EXPECT_EQ(block_steps, 8);
+    EXPECT_EQ(block_unmasked, 8);
+    steps += block_steps;
+    unmasked += block_unmasked;
   }
   EXPECT_EQ(steps, 16);
   EXPECT_EQ(unmasked, 16);
-  EXPECT_EQ(blocks, (std::set<std::string>{"0", "1"}));
+  // The step events moved to the blocks: the job's span has none of its own.
+  for (const auto& [name, attrs] : j.events) EXPECT_NE(name, "step");
 
   // Log lines carry the trace id and the job id.
   EXPECT_THAT(stack.scheduler(s).output(), HasSubstr("trace_id=" + trace + " job_id=" + job));
   EXPECT_THAT(stack.executor(0).output(), HasSubstr("trace_id=" + trace + " job_id=" + job + " msg=\"job done\""));
+}
+
+TEST(ServicesTelemetryTest, TheCliContinuesAGivenTraceparent) {
+  TestCollector collector;
+  Stack stack;
+  const std::vector<std::string> tracing = {"--otlp-endpoint", collector.endpoint()};
+  stack.StartLoader(tracing);
+  stack.StartExecutor(tracing);
+  const int s = stack.StartScheduler(tracing);
+
+  // Tracing on: the CLI's span is the child of the given parent, the scheduler's of the CLI's.
+  const std::string traced = "4bf92f3577b34da6a3ce929d0e0e4736", caller = "00f067aa0ba902b7";
+  CliResult r = stack.Cli(s, "--otlp-endpoint " + collector.endpoint() + " --traceparent 00-" + traced + "-" +
+                                 caller + "-01 models --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(PrintedTraceId(r.out), traced) << r.out;
+
+  // Tracing off: nothing recorded by the CLI, but the traceparent goes on to the scheduler as is.
+  const std::string passed = "0af7651916cd43dd8448eb211c80319c", passer = "b7ad6b7169203331";
+  r = stack.Cli(s, "--traceparent 00-" + passed + "-" + passer + "-01 jobs --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(PrintedTraceId(r.out), "") << r.out;
+
+  // A traceparent that does not parse is a usage error.
+  r = stack.Cli(s, "--traceparent 00-nothex-01 models");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+
+  auto in_trace = [](const std::vector<SpanView>& all, const std::string& trace, const std::string& name) {
+    std::vector<SpanView> out;
+    for (const auto& sp : all) {
+      if (sp.trace_id == trace && sp.name == name) out.push_back(sp);
+    }
+    return out;
+  };
+  auto spans = WaitForSpans(collector, [&](const std::vector<SpanView>& all) {
+    return !in_trace(all, traced, "unmask.v1.Scheduler/ListModels").empty() &&
+           !in_trace(all, traced, "ListModels").empty() && !in_trace(all, passed, "ListJobs").empty();
+  });
+  MaybeDump(spans);
+  const auto cli = in_trace(spans, traced, "unmask.v1.Scheduler/ListModels");
+  const auto server = in_trace(spans, traced, "ListModels");
+  ASSERT_EQ(cli.size(), 1u) << Describe(spans);
+  ASSERT_EQ(server.size(), 1u) << Describe(spans);
+  EXPECT_EQ(cli[0].service, "unmask-cli");
+  EXPECT_EQ(cli[0].parent_span_id, caller);
+  EXPECT_EQ(cli[0].kind, 3);
+  EXPECT_EQ(cli[0].status, 1);
+  EXPECT_EQ(server[0].service, "unmask-scheduler");
+  EXPECT_EQ(server[0].parent_span_id, cli[0].span_id);
+
+  const auto jobs = in_trace(spans, passed, "ListJobs");
+  ASSERT_EQ(jobs.size(), 1u) << Describe(spans);
+  EXPECT_EQ(jobs[0].service, "unmask-scheduler");
+  EXPECT_EQ(jobs[0].parent_span_id, passer);
+  for (const auto& sp : spans) EXPECT_FALSE(sp.service == "unmask-cli" && sp.trace_id == passed) << sp.name;
 }
 
 TEST(ServicesTelemetryTest, ALoadModelIsATraceOfItsOwnWithASpanPerLayer) {
@@ -495,12 +551,20 @@ TEST(ServicesTelemetryTest, ADeadCollectorDoesNotFailRequests) {
   stack.StartLoader(tracing);
   stack.StartExecutor(tracing);
   const int s = stack.StartScheduler(tracing);
-  for (int i = 0; i < 2; ++i) {
+  // The CLI traces too: to a port nobody listens on, and to one that accepts and never answers
+  // (its flush at exit is bounded). Either way the command succeeds and exits promptly.
+  SilentListener hanging;
+  for (const int port : {dead, hanging.port()}) {
+    SCOPED_TRACE("collector port " + std::to_string(port));
     const auto start = std::chrono::steady_clock::now();
-    CliResult r = stack.Cli(s, "generate --model tiny-llada --prompt-ids 1,2,3 --gen-length 8 --block-length 8 --steps 8 --json");
+    CliResult r = stack.Cli(s, "--otlp-endpoint 127.0.0.1:" + std::to_string(port) +
+                                   " generate --model tiny-llada --prompt-ids 1,2,3 --gen-length 8 --block-length 8"
+                                   " --steps 8 --json");
+    const auto took = std::chrono::steady_clock::now() - start;
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_TRUE(Completed(JsonLines(r.out))) << r.out;
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+    EXPECT_FALSE(PrintedTraceId(r.out).empty()) << r.out;
+    EXPECT_LT(took, std::chrono::seconds(20));
   }
   // The spans were made and lost, and counted as lost: the exporter did try.
   const auto deadline = std::chrono::steady_clock::now() + kSpanDeadline;

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "common/model/llada_model.h"
 #include "tests/engine/temp_checkpoint.h"
 #include "tests/engine/test_paths.h"
@@ -39,6 +41,34 @@ TEST(LladaModelTest, QueryChunkedAttentionEqualsFullAttention) {
   ASSERT_TRUE(a.ok() && b.ok());
   at::Tensor ids = Ids({1, 2, 3, 4, 5, 6, 7, 126336, 126336, 126336});
   EXPECT_TRUE(at::allclose((*a)->Logits(ids, at::Tensor()), (*b)->Logits(ids, at::Tensor()), 1e-5, 1e-5));
+}
+
+TEST(LladaModelTest, AScopedChunkAppliesToThisThreadOnlyAndNests) {
+  EXPECT_EQ(ScopedAttentionChunk::Effective(0), 0);
+  {
+    ScopedAttentionChunk job(64);
+    EXPECT_EQ(ScopedAttentionChunk::Effective(0), 64);
+    EXPECT_EQ(ScopedAttentionChunk::Effective(32), 32) << "the smaller chunk wins";
+    EXPECT_EQ(ScopedAttentionChunk::Effective(128), 64);
+    {
+      ScopedAttentionChunk inner(16);
+      EXPECT_EQ(ScopedAttentionChunk::Current(), 16);
+      ScopedAttentionChunk none(0);
+      EXPECT_EQ(ScopedAttentionChunk::Current(), 16) << "0 sets nothing";
+    }
+    EXPECT_EQ(ScopedAttentionChunk::Current(), 64);
+    std::int64_t other_thread = -1;
+    std::thread([&] { other_thread = ScopedAttentionChunk::Current(); }).join();
+    EXPECT_EQ(other_thread, 0);
+  }
+  EXPECT_EQ(ScopedAttentionChunk::Current(), 0);
+
+  auto m = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
+  ASSERT_TRUE(m.ok());
+  at::Tensor ids = Ids({1, 2, 3, 4, 5, 6, 7, 126336, 126336, 126336});
+  at::Tensor full = (*m)->Logits(ids, at::Tensor());
+  ScopedAttentionChunk chunked(3);
+  EXPECT_TRUE(at::allclose(full, (*m)->Logits(ids, at::Tensor()), 1e-5, 1e-5));
 }
 
 TEST(LladaModelTest, GroupedKvHeadsEqualRepeatedFullHeads) {

@@ -110,6 +110,9 @@ class ExecutorServiceTest : public ::testing::Test {
     return out;
   }
 
+  static void ExpectBatchedEqualsAlone(ExecutorCore& core, const std::vector<std::vector<std::int64_t>>& prompts,
+                                       const std::string& sampler);
+
   static unmask::testing::TempDir* root_;
   static loader::LoaderCore* loader_core_;
   static loader::LoaderGrpcService* loader_service_;
@@ -183,13 +186,23 @@ TEST_F(ExecutorServiceTest, APassedDeadlineStopsTheJob) {
   EXPECT_LT(r.steps.size(), 256u);
 }
 
-TEST_F(ExecutorServiceTest, BatchedJobsEqualTheSameJobsRunAlone) {
-  // A long job occupies the worker so that the next four queue up and run as one batch.
-  auto blocker = core_->Submit(*JobRequestFromProto(Request({7, 7, 7}, 32, 32, 32), core_->model()->config()));
+// Runs `prompts` concurrently behind a long job (so that they queue up and batch), then each
+// alone, and checks that every batched job equals the same job run alone.
+void ExecutorServiceTest::ExpectBatchedEqualsAlone(ExecutorCore& core,
+                                                   const std::vector<std::vector<std::int64_t>>& prompts,
+                                                   const std::string& sampler) {
+  auto request = [&](const std::vector<std::int64_t>& p) {
+    v1::RunRequest r = Request(p, 16, 8, 16);
+    r.mutable_params()->set_sampler(sampler);
+    return r;
+  };
+  auto blocker = core.Submit(*JobRequestFromProto(Request({7, 7, 7}, 32, 32, 32), core.model()->config()));
   ASSERT_TRUE(blocker.ok());
-  const std::vector<std::vector<std::int64_t>> prompts = {{10, 11, 12, 13}, {20, 21, 22, 23}, {30, 31, 32, 33}, {40, 41, 42, 43}};
   std::vector<std::future<RunOutcome>> batched;
-  for (const auto& p : prompts) batched.push_back(std::async(std::launch::async, [p] { return Run(Request(p, 16, 8, 16)); }));
+  for (const auto& p : prompts) {
+    const v1::RunRequest r = request(p);
+    batched.push_back(std::async(std::launch::async, [r] { return Run(r); }));
+  }
   std::vector<RunOutcome> together;
   for (auto& f : batched) together.push_back(f.get());
   int max_batch = 0;
@@ -199,19 +212,53 @@ TEST_F(ExecutorServiceTest, BatchedJobsEqualTheSameJobsRunAlone) {
   }
   EXPECT_GT(max_batch, 1) << "the concurrent jobs were not batched";
   for (std::size_t i = 0; i < prompts.size(); ++i) {
-    RunOutcome alone = Run(Request(prompts[i], 16, 8, 16));
+    RunOutcome alone = Run(request(prompts[i]));
     ASSERT_TRUE(alone.status.ok());
     EXPECT_EQ(alone.completed.batch_size(), 1);
     EXPECT_EQ(std::vector<std::int64_t>(together[i].completed.ids().begin(), together[i].completed.ids().end()),
               std::vector<std::int64_t>(alone.completed.ids().begin(), alone.completed.ids().end()))
-        << "prompt " << i;
-    ASSERT_EQ(together[i].steps.size(), alone.steps.size());
-    for (std::size_t s = 0; s < alone.steps.size(); ++s)
-      EXPECT_EQ(together[i].steps[s].unmasked().positions_size(), alone.steps[s].unmasked().positions_size());
+        << sampler << ", prompt " << i;
+    ASSERT_EQ(together[i].steps.size(), alone.steps.size()) << sampler << ", prompt " << i;
+    for (std::size_t s = 0; s < alone.steps.size(); ++s) {
+      EXPECT_EQ(std::vector<std::int64_t>(together[i].steps[s].unmasked().positions().begin(),
+                                          together[i].steps[s].unmasked().positions().end()),
+                std::vector<std::int64_t>(alone.steps[s].unmasked().positions().begin(),
+                                          alone.steps[s].unmasked().positions().end()))
+          << sampler << ", prompt " << i << ", step " << s;
+    }
   }
   JobEvent ev;
   while ((*blocker)->Next(ev, std::chrono::seconds(30)) && ev.kind == JobEvent::Kind::kStep) {
   }
+}
+
+TEST_F(ExecutorServiceTest, BatchedJobsEqualTheSameJobsRunAlone) {
+  ExpectBatchedEqualsAlone(*core_, {{10, 11, 12, 13}, {20, 21, 22, 23}, {30, 31, 32, 33}, {40, 41, 42, 43}}, "reference");
+}
+
+TEST_F(ExecutorServiceTest, JobsWithDifferentPromptLengthsBatchWithPaddingAndEqualTheirRunsAlone) {
+  const std::vector<std::vector<std::int64_t>> prompts = {{10, 11, 12, 13}, {20}, {30, 31, 32, 33, 34, 35, 36}, {40, 41}};
+  ExpectBatchedEqualsAlone(*core_, prompts, "reference");
+  ExpectBatchedEqualsAlone(*core_, prompts, "dual_cache+threshold");
+}
+
+TEST_F(ExecutorServiceTest, JobsWithDifferentAttentionChunksDoNotBatch) {
+  JobRequest a = *JobRequestFromProto(Request({1, 2}, 16, 8, 16), core_->model()->config());
+  JobRequest b = a;
+  b.attention_query_chunk = 4;
+  EXPECT_NE(BatchKey(a), BatchKey(b));
+  JobRequest c = a;
+  c.prompt_ids = {5, 6, 7, 8, 9};
+  EXPECT_EQ(BatchKey(a), BatchKey(c)) << "prompt length no longer splits batches";
+  RunOutcome chunked = [&] {
+    v1::RunRequest r = Request({1, 2, 3}, 16, 8, 16);
+    r.mutable_params()->set_attention_query_chunk(4);
+    return Run(r);
+  }();
+  RunOutcome whole = Run(Request({1, 2, 3}, 16, 8, 16));
+  ASSERT_TRUE(chunked.status.ok()) << chunked.status.error_message();
+  EXPECT_EQ(std::vector<std::int64_t>(chunked.completed.ids().begin(), chunked.completed.ids().end()),
+            std::vector<std::int64_t>(whole.completed.ids().begin(), whole.completed.ids().end()));
 }
 
 TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
@@ -249,6 +296,11 @@ TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
   req.mutable_params()->set_sampler("threshold");
   req.mutable_params()->set_threshold(-0.5);
   EXPECT_EQ(Run(req).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  req = Request({1, 2}, 8, 8, 8);
+  req.mutable_params()->set_attention_query_chunk(-2);
+  r = Run(req);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("params.attention_query_chunk"));
 }
 
 TEST_F(ExecutorServiceTest, FastModeRunsThroughTheService) {

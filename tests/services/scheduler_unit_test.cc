@@ -58,6 +58,8 @@ TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
       {[](auto& r) { r.mutable_params()->set_temperature(-0.5); }, "params.temperature: must be in [0, 100], got -0.5"},
       {[](auto& r) { r.mutable_params()->set_cfg_scale(1e9); }, "params.cfg_scale: must be in [0, 100]"},
       {[](auto& r) { r.mutable_params()->set_remasking(static_cast<v1::Remasking>(9)); }, "params.remasking"},
+      {[](auto& r) { r.mutable_params()->set_attention_query_chunk(-4); },
+       "params.attention_query_chunk: must be in [0, 1048576] (0 = the executor's default), got -4"},
       {[](auto& r) { r.mutable_params()->set_sampler("warp"); }, "params.sampler"},
       {[](auto& r) { r.mutable_params()->set_threshold(1.5); }, "params.threshold: must be in [0, 1]"},
       {[](auto& r) { r.mutable_params()->set_factor(-1); }, "params.factor: must be >= 0"},
@@ -167,6 +169,23 @@ TEST(ClampAdapterTest, ReportsEveryChangeAndKeepsTheParametersValid) {
     }
   }
   EXPECT_TRUE(reported);
+}
+
+TEST(ClampAdapterTest, AChosenAttentionChunkIsPassedOnToRun) {
+  // Some budget between "fits whole" and "nothing fits" makes the extreme clamp chunk the attention.
+  auto clamp = MakeClamper(memory::ClampPolicy::kExtreme, 4);
+  bool chunked = false;
+  for (std::uint64_t mib = 4096; mib >= 16 && !chunked; mib /= 2) {
+    auto out = clamp(SmallBudgetInput(mib << 20));
+    if (!out.ok()) continue;
+    for (const auto& a : out->adjustments) {
+      if (a.field() != "attention_query_chunk") continue;
+      chunked = true;
+      EXPECT_EQ(out->attention_query_chunk, std::stoll(a.applied())) << mib << " MiB";
+      EXPECT_GT(out->attention_query_chunk, 0);
+    }
+  }
+  EXPECT_TRUE(chunked) << "no budget made the clamp chunk the attention";
 }
 
 TEST(ClampAdapterTest, NothingFitsIsResourceExhausted) {

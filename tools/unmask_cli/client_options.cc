@@ -28,6 +28,13 @@ std::shared_ptr<grpc::Channel> ClientOptions::Channel(const std::string& address
   return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
 }
 
+RpcCall ClientOptions::Call(std::string_view method, std::string_view address) const {
+  auto ctx = Context();
+  telemetry::Span span;
+  if (tracing != nullptr) span = tracing->StartCall(ctx.get(), method, address);
+  return RpcCall(std::move(ctx), std::move(span));
+}
+
 void AddClientOptions(CLI::App& app, ClientOptions& o) {
   app.add_option("--scheduler", o.scheduler, "Scheduler address")->capture_default_str()->envname("UNMASK_SCHEDULER");
   app.add_option("--api-key", o.api_key, "API key")->envname("UNMASK_API_KEY");

@@ -1,4 +1,4 @@
-// What every `unmask` subcommand shares: where the scheduler is and how to authenticate.
+// What every `unmask` subcommand shares: where the scheduler is, how to authenticate, tracing.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -6,6 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
+
+#include "tools/unmask_cli/cli_tracing.h"
 
 namespace unmask::cli {
 
@@ -14,12 +17,16 @@ struct ClientOptions {
   std::string api_key;
   std::string api_key_file;
   double timeout_seconds = 0;  // 0 = none
+  CliTracing* tracing = nullptr;  // null: no spans, no traceparent
 
   // The API key from --api-key or the first line of --api-key-file (empty when neither).
   std::string Key() const;
   // A context with the key ("authorization: Bearer ...") and the deadline applied.
   std::unique_ptr<grpc::ClientContext> Context() const;
   std::shared_ptr<grpc::Channel> Channel(const std::string& address) const;
+  // Context() plus the call's client span (see cli_tracing.h); `method` is the full RPC name,
+  // e.g. "unmask.v1.Scheduler/Generate", `address` where it goes.
+  RpcCall Call(std::string_view method, std::string_view address) const;
 };
 
 void AddClientOptions(CLI::App& app, ClientOptions& options);

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/unmask_cli/client_options.h"
+#include "unmask/v1/scheduler.grpc.pb.h"
 
 namespace unmask::cli {
 
@@ -15,5 +16,8 @@ void AddHealthCommand(CLI::App& app, const ClientOptions& client);     // health
 
 // Prints a failed call's status to stderr and returns the exit code (2 for caller errors).
 int ReportStatus(const char* command, const grpc::Status& status);
+// Streams a job's events (from Generate or Watch) to the terminal or as JSON lines, then ends
+// `call` with the stream's status; returns the exit code.
+int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command, RpcCall& call);
 
 }  // namespace unmask::cli

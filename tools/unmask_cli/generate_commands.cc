@@ -119,12 +119,18 @@ int ReportStatus(const char* command, const grpc::Status& s) {
   }
 }
 
-// Streams a job's events (from Generate or Watch) to the terminal or as JSON lines.
-int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command) {
+int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command, RpcCall& call) {
   LiveView view(std::cout, ::isatty(1) && !json);
   v1::JobEvent ev;
   int code = 0;
+  bool job_id_set = false;
+  std::string failure;
   while (reader.Read(&ev)) {
+    if (!job_id_set && !ev.job_id().empty()) {
+      call.span().SetAttribute("job.id", ev.job_id());
+      job_id_set = true;
+    }
+    if (ev.has_failed()) failure = "job failed (code " + std::to_string(ev.failed().code()) + "): " + ev.failed().message();
     if (json) {
       std::cout << ToJson(ev) << std::endl;
       if (ev.has_failed()) code = 1;
@@ -133,6 +139,7 @@ int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char
     }
   }
   grpc::Status s = reader.Finish();
+  call.Finish(s, failure);
   if (!s.ok()) return ReportStatus(command, s);
   return code;
 }
@@ -148,9 +155,10 @@ void AddGenerateCommands(CLI::App& app, const ClientOptions& client) {
       throw CLI::RuntimeError(2);
     }
     auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
-    auto ctx = client.Context();
-    auto reader = stub->Generate(ctx.get(), *req);
-    throw CLI::RuntimeError(StreamEvents(*reader, gen->json, "generate"));
+    RpcCall call = client.Call("unmask.v1.Scheduler/Generate", client.scheduler);
+    call.span().SetAttribute("model", req->model());
+    auto reader = stub->Generate(call.ctx(), *req);
+    throw CLI::RuntimeError(StreamEvents(*reader, gen->json, "generate", call));
   });
 
   auto sub = std::make_shared<GenerateFlags>();
@@ -163,9 +171,12 @@ void AddGenerateCommands(CLI::App& app, const ClientOptions& client) {
       throw CLI::RuntimeError(2);
     }
     auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
-    auto ctx = client.Context();
+    RpcCall call = client.Call("unmask.v1.Scheduler/Submit", client.scheduler);
+    call.span().SetAttribute("model", req->model());
     v1::SubmitResponse resp;
-    grpc::Status s = stub->Submit(ctx.get(), *req, &resp);
+    grpc::Status s = stub->Submit(call.ctx(), *req, &resp);
+    if (s.ok()) call.span().SetAttribute("job.id", resp.job_id());
+    call.Finish(s);
     if (!s.ok()) throw CLI::RuntimeError(ReportStatus("submit", s));
     std::cout << (sub->json ? ToJson(resp) : resp.job_id()) << std::endl;
     throw CLI::RuntimeError(0);

@@ -8,8 +8,6 @@
 
 namespace unmask::cli {
 
-int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command);
-
 namespace {
 
 std::string Json(const google::protobuf::Message& m) {
@@ -35,11 +33,12 @@ void AddJobCommands(CLI::App& app, const ClientOptions& client) {
   watch->add_flag("--json", f->json, "JSON lines");
   watch->callback([f, &client] {
     auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
-    auto ctx = client.Context();
+    RpcCall call = client.Call("unmask.v1.Scheduler/Watch", client.scheduler);
+    call.span().SetAttribute("job.id", f->job_id);
     v1::WatchRequest req;
     req.set_job_id(f->job_id);
-    auto reader = stub->Watch(ctx.get(), req);
-    throw CLI::RuntimeError(StreamEvents(*reader, f->json, "watch"));
+    auto reader = stub->Watch(call.ctx(), req);
+    throw CLI::RuntimeError(StreamEvents(*reader, f->json, "watch", call));
   });
 
   CLI::App* jobs = app.add_subcommand("jobs", "List jobs");
@@ -48,12 +47,12 @@ void AddJobCommands(CLI::App& app, const ClientOptions& client) {
   jobs->add_flag("--json", f->json, "JSON");
   jobs->callback([f, &client] {
     auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
-    auto ctx = client.Context();
+    RpcCall call = client.Call("unmask.v1.Scheduler/ListJobs", client.scheduler);
     v1::ListJobsRequest req;
     req.set_state(f->state);
     req.set_limit(f->limit);
     v1::ListJobsResponse resp;
-    grpc::Status s = stub->ListJobs(ctx.get(), req, &resp);
+    grpc::Status s = call.Finish(stub->ListJobs(call.ctx(), req, &resp));
     if (!s.ok()) throw CLI::RuntimeError(ReportStatus("jobs", s));
     if (f->json) {
       std::cout << Json(resp) << std::endl;
@@ -71,11 +70,12 @@ void AddJobCommands(CLI::App& app, const ClientOptions& client) {
   cancel->add_option("job_id", f->job_id, "Job id")->required();
   cancel->callback([f, &client] {
     auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
-    auto ctx = client.Context();
+    RpcCall call = client.Call("unmask.v1.Scheduler/CancelJob", client.scheduler);
+    call.span().SetAttribute("job.id", f->job_id);
     v1::CancelJobRequest req;
     req.set_job_id(f->job_id);
     v1::CancelJobResponse resp;
-    grpc::Status s = stub->CancelJob(ctx.get(), req, &resp);
+    grpc::Status s = call.Finish(stub->CancelJob(call.ctx(), req, &resp));
     if (!s.ok()) throw CLI::RuntimeError(ReportStatus("cancel", s));
     std::cout << f->job_id << " " << resp.state() << std::endl;
     throw CLI::RuntimeError(0);
@@ -85,9 +85,9 @@ void AddJobCommands(CLI::App& app, const ClientOptions& client) {
   models->add_flag("--json", f->json, "JSON");
   models->callback([f, &client] {
     auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
-    auto ctx = client.Context();
+    RpcCall call = client.Call("unmask.v1.Scheduler/ListModels", client.scheduler);
     v1::ListServedModelsResponse resp;
-    grpc::Status s = stub->ListModels(ctx.get(), v1::ListServedModelsRequest(), &resp);
+    grpc::Status s = call.Finish(stub->ListModels(call.ctx(), v1::ListServedModelsRequest(), &resp));
     if (!s.ok()) throw CLI::RuntimeError(ReportStatus("models", s));
     if (f->json) {
       std::cout << Json(resp) << std::endl;

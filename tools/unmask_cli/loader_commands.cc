@@ -20,11 +20,12 @@ void AddLoadCommand(CLI::App& app, const ClientOptions& client) {
   cmd->add_option("--precision", f->precision, "bf16, fp16, fp32, int8, int4[:gN][:sym]");
   cmd->callback([f, &client] {
     auto stub = v1::Loader::NewStub(client.Channel(f->loader));
-    auto ctx = client.Context();
+    RpcCall call = client.Call("unmask.v1.Loader/LoadModel", f->loader);
+    call.span().SetAttribute("model_id", f->model);
     v1::LoadModelRequest req;
     req.set_model_id(f->model);
     req.set_precision(f->precision);
-    auto reader = stub->LoadModel(ctx.get(), req);
+    auto reader = stub->LoadModel(call.ctx(), req);
     const bool tty = ::isatty(2);
     v1::LoadProgress p;
     v1::ModelInfo info;
@@ -35,7 +36,7 @@ void AddLoadCommand(CLI::App& app, const ClientOptions& client) {
                 << "/" << p.tensors_total() << " tensors " << p.current_tensor() << (tty ? "" : "\n");
     }
     if (tty) std::cerr << "\n";
-    grpc::Status s = reader->Finish();
+    grpc::Status s = call.Finish(reader->Finish());
     if (!s.ok()) throw CLI::RuntimeError(ReportStatus("load", s));
     std::cout << info.model_id() << " " << info.state() << " " << info.precision() << " " << info.resident_bytes()
               << " bytes" << std::endl;
@@ -53,12 +54,13 @@ void AddHealthCommand(CLI::App& app, const ClientOptions& client) {
   cmd->add_option("--service", f->service, "Service name (empty = the whole server)");
   cmd->callback([f, &client] {
     auto stub = grpc::health::v1::Health::NewStub(client.Channel(f->addr));
-    auto ctx = client.Context();
-    if (client.timeout_seconds <= 0) ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    RpcCall call = client.Call("grpc.health.v1.Health/Check", f->addr);
+    if (client.timeout_seconds <= 0)
+      call.ctx()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     grpc::health::v1::HealthCheckRequest req;
     req.set_service(f->service);
     grpc::health::v1::HealthCheckResponse resp;
-    grpc::Status s = stub->Check(ctx.get(), req, &resp);
+    grpc::Status s = call.Finish(stub->Check(call.ctx(), req, &resp));
     if (!s.ok()) throw CLI::RuntimeError(ReportStatus("health", s) == 2 ? 2 : 1);
     std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()) << std::endl;
     throw CLI::RuntimeError(resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1);
