@@ -59,6 +59,19 @@ def render_fails(extra, *expected):
     print("refused as expected: %s" % p.stderr.strip().splitlines()[-1])
 
 
+def readme_install_args(text):
+    """The renderer flags of every `helm install NAME CHART ...` example of a README."""
+    out = []
+    for ex in re.findall(r"^helm install (?:.|\n)*?(?<!\\)$", text, re.M):
+        args = shlex.split(ex.replace("\\\n", " "))[4:]  # after: helm install NAME CHART
+        args = [a for a in args if a not in ("--create-namespace",)]
+        if "-n" in args:
+            i = args.index("-n")
+            del args[i:i + 2]
+        out.append(args)
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Helpers over manifests
 
@@ -218,6 +231,9 @@ def check_pod(docs, o):
         check(cmd and cmd[0] in BINARIES, "%s/%s runs %r, not one of the image's binaries" % (name, c["name"], cmd))
         expanded_args(docs, c)  # every $(VAR) must resolve
         if cmd[0] in ("unmask-loader", "unmask-executor", "unmask-scheduler"):
+            cm_name = one(docs, "ConfigMap", None)["metadata"]["name"]
+            check({"configMapRef": {"name": cm_name}} in (c.get("envFrom") or []),
+                  "%s/%s must read its settings from the ConfigMap %s (envFrom)" % (name, c["name"], cm_name))
             check(flag1(docs, c, "drain-timeout-seconds") == str(drain), "%s/%s: drain flag differs" % (name, c["name"]))
             listen = flag1(docs, c, "listen")
             port = int(listen.rsplit(":", 1)[1])
@@ -282,7 +298,8 @@ def check_worker(docs, replicas=1, executors=1, gpu="devicePlugin"):
         check(c["image"].startswith(image), "%s/%s image %s, want %s*" % (name, c["name"], c["image"], image))
         mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
         check(mounts.get("/dev/shm") == shm[0]["name"], "%s/%s must mount the memory emptyDir at /dev/shm" % (name, c["name"]))
-        check(flag1(docs, c, "device") == device, "%s/%s --device=%s, want %s" % (name, c["name"], flag1(docs, c, "device"), device))
+        if c["name"] != "loader":  # the loader has no --device: its weights live in /dev/shm
+            check(flag1(docs, c, "device") == device, "%s/%s --device=%s, want %s" % (name, c["name"], flag1(docs, c, "device"), device))
         env = {e["name"]: e.get("value") for e in c.get("env", []) or []}
         claims = [x["name"] for x in (c.get("resources") or {}).get("claims", [])]
         if gpu == "devicePlugin" and c["name"] == "loader":
@@ -361,6 +378,7 @@ def check_redis_bundled(docs):
 def check_jaeger(docs):
     dep = one(docs, "Deployment", "jaeger")
     c = container(dep, "jaeger")
+    check(c["image"].startswith("jaegertracing/all-in-one:"), "jaeger runs the all-in-one image, not %s" % c["image"])
     env = {e["name"]: e.get("value") for e in c["env"]}
     check(env.get("COLLECTOR_OTLP_ENABLED") == "true", "jaeger needs COLLECTOR_OTLP_ENABLED=true")
     svc = one(docs, "Service", "jaeger")

@@ -14,7 +14,6 @@ import copy
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -152,6 +151,30 @@ def service_monitor():
         check(ep["port"] in svc_ports, "ServiceMonitor scrapes port %s, which no Service has" % ep["port"])
     want = {"metrics", "loader-metrics", "exec-metrics-0", "exec-metrics-1"}
     check({ep["port"] for ep in sm[0]["spec"]["endpoints"]} == want, "ServiceMonitor endpoints")
+
+
+@case
+def placement_and_resources():
+    """Resources, nodeSelector and tolerations of the scheduler and the worker pods come from values;
+    the loader keeps its GPU limit next to the resources set for it."""
+    docs, _ = render("--set", "scheduler.resources.limits.memory=1Gi", "--set-string", "scheduler.nodeSelector.pool=cpu",
+                     "--set", "worker.loader.resources.limits.memory=40Gi", "--set", "worker.executor.resources.requests.cpu=4",
+                     "--set-string", "worker.nodeSelector.nvidia\\.com/gpu\\.present=true",
+                     "--set-json", 'worker.tolerations=[{"key":"dedicated","operator":"Equal","value":"llm","effect":"NoSchedule"}]')
+    dep = one(docs, "Deployment", "scheduler")
+    res = container(dep, "scheduler")["resources"]
+    check(res == {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}, "scheduler resources %s" % res)
+    check(pod_spec(dep).get("nodeSelector") == {"pool": "cpu"}, "scheduler nodeSelector %s" % pod_spec(dep).get("nodeSelector"))
+    sts = check_worker(docs)
+    spec = pod_spec(sts)
+    check(spec.get("nodeSelector") == {"nvidia.com/gpu.present": "true"}, "worker nodeSelector %s" % spec.get("nodeSelector"))
+    check(spec.get("tolerations") == [{"key": "dedicated", "operator": "Equal", "value": "llm", "effect": "NoSchedule"}],
+          "worker tolerations %s" % spec.get("tolerations"))
+    loader = container(sts, "loader")["resources"]
+    check(loader["limits"] == {"memory": "40Gi", "nvidia.com/gpu": 1}, "loader limits %s" % loader["limits"])
+    check(container(sts, "executor-0")["resources"] == {"requests": {"cpu": 4}}, "executor resources")
+    docs, _ = render()
+    check(not pod_spec(one(docs, "StatefulSet", "worker")).get("nodeSelector"), "no worker nodeSelector by default")
 
 
 @case
@@ -308,15 +331,9 @@ def readme():
     for k, d in table.items():
         check(json.loads(d.replace("\\|", "|")) == leaves[k], "README.md default of %s is %s, values.yaml has %s" % (k, d, json.dumps(leaves[k])))
     # Every `helm install` example renders.
-    examples = re.findall(r"^helm install (?:.|\n)*?(?<!\\)$", text, re.M)
+    examples = readme_install_args(text)
     check(len(examples) >= 4, "README.md install examples not found")
-    for ex in examples:
-        argv = shlex.split(ex.replace("\\\n", " "))
-        args = argv[4:]  # after: helm install NAME CHART
-        args = [a for a in args if a not in ("--create-namespace",)]
-        if "-n" in args:
-            i = args.index("-n")
-            del args[i:i + 2]
+    for args in examples:
         render(*args)
     print("%d values in the README table, %d install examples render" % (len(table), len(examples)))
 
@@ -415,6 +432,11 @@ def selftest():
     broken(lambda d: worker_spec(d)["containers"][0].__setitem__("command", ["/bin/loader"]), "unknown binary")
     broken(lambda d: one(d, "ConfigMap", None)["data"].pop("UNMASK_MODEL"), "unresolved $(VAR)")
     broken(lambda d: d[0]["object"]["metadata"].pop("name"), "manifest without a name")
+    def inline_settings(d):  # the settings copied into env instead of read from the ConfigMap
+        c = worker_spec(d)["containers"][1]
+        c["env"] = [{"name": k, "value": v} for k, v in one(d, "ConfigMap", None)["data"].items()]
+        c.pop("envFrom")
+    broken(inline_settings, "settings not from the chart's ConfigMap")
 
 
 def main():

@@ -60,6 +60,7 @@ def check_base(c):
     data = [v for v in redis["volumes"] if v.endswith(":/data")]
     check(data and data[0].split(":")[0] in c["volumes"], "redis /data must be a named volume")
     jaeger = svcs["jaeger"]
+    check(jaeger["image"].startswith("jaegertracing/all-in-one:"), "jaeger runs the all-in-one image")
     check(str(jaeger["environment"].get("COLLECTOR_OTLP_ENABLED")).lower() == "true", "jaeger OTLP on")
     check({"16686:16686", "4317:4317"} <= {p.split()[0] for p in jaeger["ports"]}, "jaeger ports 16686 and 4317")
     check("models" in c["volumes"], "a models volume")
@@ -99,7 +100,8 @@ def check_cuda(c):
     for name in ("loader", "executor"):
         s = svcs[name]
         check("cuda" in s["image"], "%s uses the CUDA image" % name)
-        check(flag1(s["command"], "device") == "cuda:0", "%s --device=cuda:0" % name)
+        if name == "executor":  # the loader has no --device
+            check(flag1(s["command"], "device") == "cuda:0", "%s --device=cuda:0" % name)
         devs = s["deploy"]["resources"]["reservations"]["devices"]
         check(len(devs) == 1 and devs[0]["driver"] == "nvidia" and "gpu" in devs[0]["capabilities"], "%s reserves a GPU" % name)
         ids.append(devs[0]["device_ids"])
@@ -127,6 +129,7 @@ def main():
         "grace too short": lambda c: c["services"]["loader"].__setitem__("stop_grace_period", "10s"),
         "health on the wrong port": lambda c: c["services"]["executor"]["healthcheck"]["test"].__setitem__(3, "--addr=127.0.0.1:50052"),
         "root user": lambda c: c["services"]["scheduler"].__setitem__("user", "0"),
+        "not all-in-one": lambda c: c["services"]["jaeger"].__setitem__("image", "jaegertracing/jaeger-collector:1.57.0"),
     }
     for why, mutate in mutations.items():
         c = copy.deepcopy(base)
