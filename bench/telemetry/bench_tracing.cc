@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/common/bench_report.h"
+#include "common/telemetry/block_spans.h"
 #include "common/telemetry/otlp_exporter.h"
 #include "common/telemetry/tracer.h"
 #include "tests/telemetry/test_collector.h"
@@ -78,6 +79,8 @@ struct Cost {
 
 // Per step event over `spans` job spans of `steps` events each (start/end included once per
 // span; see SpanOnly for that part alone).
+constexpr int kStepsPerBlock = 32;
+
 Cost StepEvents(const Tracer* tracer, const Config& c) {
   Stopwatch sw;
   for (int s = 0; s < c.spans; ++s) {
@@ -88,11 +91,14 @@ Cost StepEvents(const Tracer* tracer, const Config& c) {
       }
       continue;
     }
+    // As the executor records a job: a job span, a child span per block, the step events on it.
     Span span = tracer->StartSpan("executor.job");
+    BlockSpans blocks(*tracer, span, "executor.block");
     for (int i = 0; i < c.steps; ++i) {
-      span.AddEvent("step", {{"step", i}, {"unmasked", 4}, {"seconds", 0.0125}});
+      blocks.Step(i / kStepsPerBlock, i, 4).AddEvent("step", {{"step", i}, {"unmasked", 4}, {"seconds", 0.0125}});
       Escape(&span);
     }
+    blocks.EndOk();
   }
   const auto [wall, cpu] = sw.ElapsedNs();
   const double n = static_cast<double>(c.spans) * c.steps;
@@ -186,7 +192,9 @@ int main(int argc, char** argv) {
   }
   const double load_after = LoadAverage();
   live->Flush(std::chrono::seconds(30));
-  const std::uint64_t produced = static_cast<std::uint64_t>(c.repeats + 1) * c.spans * 5;  // job + span-only spans
+  // Per repeat and job: the job span, its block spans, and 4 span-only spans.
+  const std::uint64_t blocks_per_job = static_cast<std::uint64_t>((c.steps + kStepsPerBlock - 1) / kStepsPerBlock);
+  const std::uint64_t produced = static_cast<std::uint64_t>(c.repeats + 1) * c.spans * (1 + blocks_per_job + 4);
 
   std::vector<Row> rows;
   for (std::size_t m = 0; m < modes.size(); ++m) {
@@ -208,16 +216,18 @@ int main(int argc, char** argv) {
   char buf[1024];
   std::string md;
   std::snprintf(buf, sizeof(buf),
-                "Cost of recording one denoising step as a span event, `span.AddEvent(\"step\", {{\"step\", i}, "
-                "{\"unmasked\", 4}, {\"seconds\", 0.0125}})`, on job spans of %d steps (span start and end "
-                "amortized over them); %d job spans per repeat, median of %d repeats, modes interleaved. "
+                "Cost of recording one denoising step the way the executor does: a step event, "
+                "`blocks.Step(block, i, 4).AddEvent(\"step\", {{\"step\", i}, {\"unmasked\", 4}, "
+                "{\"seconds\", 0.0125}})`, on the block span (telemetry::BlockSpans, blocks of %d steps) of "
+                "job spans of %d steps (job and block span start and end amortized over the steps); %d job "
+                "spans per repeat, median of %d repeats, modes interleaved. "
                 "\"span start + end\" is StartSpan + End alone. CPU is this thread's CPU time "
                 "(CLOCK_THREAD_CPUTIME_ID): what the step loop pays, unaffected by other processes but leaving "
                 "out the exporter's background thread; wall is elapsed time. The collector is a real OTLP/gRPC "
                 "server in this process (loopback), so with it the exporter and the collector share the cores "
                 "with the loop, and spans past the queue bound are dropped (counted). Load average (1 min) "
                 "%.2f before, %.2f after.\n\n",
-                c.steps, c.spans, c.repeats, load_before, load_after);
+                kStepsPerBlock, c.steps, c.spans, c.repeats, load_before, load_after);
   md += buf;
   md += "| tracing | ns per step event, CPU | ns per step event, wall | ns per span start + end, CPU | "
         "spans exported | spans dropped |\n";
