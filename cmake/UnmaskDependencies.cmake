@@ -19,6 +19,21 @@ if(TORCH_CUDA_LIBRARIES OR CUDA_FOUND)
 endif()
 message(STATUS "unmask: CUDA parts ${UNMASK_WITH_CUDA}")
 
+# CUDA IPC weight sharing (common/weights/cuda_ipc) needs only the CUDA runtime library, not nvcc
+# nor a CUDA LibTorch: it is on by default wherever the toolkit is found, and the build works
+# without it (the functions then answer Unimplemented). Running it needs a GPU.
+find_package(CUDAToolkit QUIET)
+option(UNMASK_CUDA_IPC "Build CUDA IPC weight sharing (needs the CUDA toolkit's runtime library)" ${CUDAToolkit_FOUND})
+if(UNMASK_CUDA_IPC AND NOT CUDAToolkit_FOUND)
+  message(WARNING "unmask: UNMASK_CUDA_IPC is ON but no CUDA toolkit was found; building without it")
+  set(UNMASK_CUDA_IPC OFF CACHE BOOL "" FORCE)
+endif()
+if(UNMASK_CUDA_IPC)
+  message(STATUS "unmask: CUDA IPC ON (CUDA runtime ${CUDAToolkit_VERSION} in ${CUDAToolkit_LIBRARY_DIR})")
+else()
+  message(STATUS "unmask: CUDA IPC OFF")
+endif()
+
 # nlohmann/json is header-only; UNMASK_JSON_INCLUDE_DIR points at a copy where no package exists.
 find_package(nlohmann_json 3.9 QUIET)
 if(NOT nlohmann_json_FOUND)

@@ -98,6 +98,23 @@ StatusOr<std::shared_ptr<const LoadedModel>> ModelRegistry::GetOrLoad(const std:
   return result;
 }
 
+Status ModelRegistry::Adopt(const std::string& model_id, const PrecisionSpec& spec,
+                            std::shared_ptr<LoadedModel> model) {
+  if (!model || !model->segment.valid())
+    return InvalidArgumentError("adopting model '" + model_id + "': no mapped segment");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(model_id);
+  if (it != models_.end()) {
+    return AlreadyExistsError("adopting segment '" + model->segment.name() + "': model '" + model_id + "' is already " +
+                              ModelStateName(it->second.state));
+  }
+  Entry& e = models_[model_id];
+  e.state = ModelState::kReady;
+  e.spec = spec;
+  e.model = std::move(model);
+  return OkStatus();
+}
+
 Status ModelRegistry::Attach(const std::string& model_id, const std::string& executor_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(model_id);

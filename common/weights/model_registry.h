@@ -61,6 +61,11 @@ class ModelRegistry {
   // time: asking for another one while it is loading, ready or unloading is FailedPrecondition.
   StatusOr<std::shared_ptr<const LoadedModel>> GetOrLoad(const std::string& model_id, const PrecisionSpec& spec);
 
+  // Registers a model that is already in shared memory (a segment adopted from a previous
+  // loader) as ready at `spec`, exactly as if GetOrLoad had loaded it: a later GetOrLoad at the
+  // same precision returns it at once. AlreadyExists when the id is known in any state.
+  Status Adopt(const std::string& model_id, const PrecisionSpec& spec, std::shared_ptr<LoadedModel> model);
+
   // Reference counting of executors per model. Attach needs a ready model and is idempotent
   // per executor; Detach of an executor that is not attached is NotFound.
   Status Attach(const std::string& model_id, const std::string& executor_id);

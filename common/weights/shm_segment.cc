@@ -4,6 +4,7 @@
 #include <random>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -85,6 +86,11 @@ StatusOr<ShmSegment> ShmSegment::Create(const std::string& name, std::size_t byt
     ::shm_unlink(name.c_str());
     return s;
   };
+  // Blocking: a loader scanning for leftovers may hold the lock of this (still empty) object for
+  // a moment; it leaves fresh empty objects alone and lets go at once.
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) return fail("flock", errno);
+  }
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return fail("ftruncate", errno);
   const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   if (rc == ENOSPC) {
@@ -94,8 +100,7 @@ StatusOr<ShmSegment> ShmSegment::Create(const std::string& name, std::size_t byt
   if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return fail("posix_fallocate", rc);
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return fail("mmap", errno);
-  ::close(fd);
-  return ShmSegment(name, static_cast<std::uint8_t*>(p), bytes, /*writable=*/true);
+  return ShmSegment(name, static_cast<std::uint8_t*>(p), bytes, /*writable=*/true, fd);
 }
 
 StatusOr<ShmSegment> ShmSegment::OpenReadOnly(const std::string& name) {
@@ -117,7 +122,36 @@ StatusOr<ShmSegment> ShmSegment::OpenReadOnly(const std::string& name) {
   const int err = errno;
   ::close(fd);
   if (p == MAP_FAILED) return ErrnoStatus(name, "mmap", err);
-  return ShmSegment(name, static_cast<std::uint8_t*>(p), size, /*writable=*/false);
+  return ShmSegment(name, static_cast<std::uint8_t*>(p), size, /*writable=*/false, /*owner_fd=*/-1);
+}
+
+namespace {
+constexpr char kOwnedElsewhere[] = "is owned by a live process (its ownership lock is held)";
+}  // namespace
+
+StatusOr<ShmSegment> ShmSegment::OpenOwned(const std::string& name) {
+  UNMASK_RETURN_IF_ERROR(ValidateName(name));
+  int fd = ::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus(name, "shm_open", errno);
+  auto fail = [&](Status s) {
+    ::close(fd);
+    return s;
+  };
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return fail(FailedPreconditionError("shm segment '" + name + "' " + kOwnedElsewhere));
+    if (errno != EINTR) return fail(ErrnoStatus(name, "flock", errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(ErrnoStatus(name, "fstat", errno));
+  if (st.st_size <= 0) return fail(DataLossError("shm segment '" + name + "': is empty"));
+  const std::size_t size = static_cast<std::size_t>(st.st_size);
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return fail(ErrnoStatus(name, "mmap", errno));
+  return ShmSegment(name, static_cast<std::uint8_t*>(p), size, /*writable=*/false, fd);
+}
+
+bool ShmSegment::IsOwnedElsewhere(const Status& status) {
+  return status.code() == StatusCode::kFailedPrecondition && status.message().find(kOwnedElsewhere) != std::string::npos;
 }
 
 Status ShmSegment::UnlinkName(const std::string& name) {
@@ -136,8 +170,10 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
     size_ = other.size_;
     writable_ = other.writable_;
     unlinked_ = other.unlinked_;
+    fd_ = other.fd_;
     other.data_ = nullptr;
     other.size_ = 0;
+    other.fd_ = -1;
   }
   return *this;
 }
@@ -146,8 +182,10 @@ ShmSegment::~ShmSegment() { Reset(); }
 
 void ShmSegment::Reset() {
   if (data_ != nullptr) ::munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);  // releases the ownership lock
   data_ = nullptr;
   size_ = 0;
+  fd_ = -1;
 }
 
 Status ShmSegment::Unlink() {

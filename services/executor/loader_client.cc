@@ -54,7 +54,8 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& l
                                                              const std::string& model_id, const std::string& precision,
                                                              const std::string& executor_id,
                                                              std::chrono::seconds timeout,
-                                                             const telemetry::Tracer& tracer) {
+                                                             const telemetry::Tracer& tracer,
+                                                             std::shared_ptr<const weights::AttachedModel> current) {
   std::unique_ptr<LoaderLease> lease(new LoaderLease());
   telemetry::Span span = tracer.StartSpan("executor.attach");
   span.SetAttribute("model_id", model_id);
@@ -80,14 +81,23 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& l
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  auto attached = weights::AttachedModel::Attach(first.segment_name());
-  if (!attached.ok()) {
-    span.SetError(attached.status().ToString());
-    return attached.status();
+  // The same name and the same manifest: the very segment already mapped (names carry a random
+  // part, so a new segment never takes the name of one still mapped by chance).
+  if (current && current->segment().name() == first.segment_name() &&
+      current->manifest().ToJson() == first.manifest_json()) {
+    lease->model_ = std::move(current);
+    lease->same_weights_ = true;
+    span.SetAttribute("same_weights", true);
+  } else {
+    auto attached = weights::AttachedModel::Attach(first.segment_name());
+    if (!attached.ok()) {
+      span.SetError(attached.status().ToString());
+      return attached.status();
+    }
+    lease->model_ = std::make_shared<weights::AttachedModel>(std::move(*attached));
   }
   span.SetAttribute("precision", first.model().precision());
   span.SetOk();
-  lease->model_ = std::make_shared<weights::AttachedModel>(std::move(*attached));
   lease->precision_ = first.model().precision();
   LoaderLease* raw = lease.get();
   lease->watcher_ = std::thread([raw] {

@@ -24,11 +24,17 @@ class LoaderLease {
   // Loads (idempotent) and attaches, retrying until `timeout` while the loader is unreachable.
   // Traced as one trace: executor.attach with a client span per LoadModel / AttachModel call
   // (the latter ended once attached; the loader's AttachModel span lasts as long as the lease).
+  // `current` (optional) is the model the executor already maps: when the loader hands out the
+  // same segment again (a restarted loader that adopted it), the lease keeps that mapping instead
+  // of mapping the segment anew, and same_weights() says so.
   static StatusOr<std::unique_ptr<LoaderLease>> Acquire(const std::string& loader_address, const std::string& model_id,
                                                         const std::string& precision, const std::string& executor_id,
                                                         std::chrono::seconds timeout,
-                                                        const telemetry::Tracer& tracer = telemetry::Tracer::Disabled());
+                                                        const telemetry::Tracer& tracer = telemetry::Tracer::Disabled(),
+                                                        std::shared_ptr<const weights::AttachedModel> current = nullptr);
   std::shared_ptr<const weights::AttachedModel> model() const { return model_; }
+  // True when Acquire was given `current` and the loader attached us to that very segment.
+  bool same_weights() const { return same_weights_; }
   const std::string& precision() const { return precision_; }
   // True once the attachment ended: revoked by a forced unload, or the loader went away.
   bool lost() const { return lost_.load(); }
@@ -42,6 +48,7 @@ class LoaderLease {
   std::shared_ptr<const weights::AttachedModel> model_;
   std::string precision_;
   std::thread watcher_;
+  bool same_weights_ = false;
   std::atomic<bool> lost_{false}, revoked_{false};
 };
 

@@ -23,15 +23,22 @@ struct Flags {
   std::string listen = "0.0.0.0:50053", loader = "127.0.0.1:50052", model, model_dir, load_precision;
   std::string precision = "bf16";
   int attach_timeout_seconds = 300, drain_seconds = 30;
+  std::int64_t attention_chunk = 0;
   unmask::executor::ExecutorOptions options;
   unmask::telemetry::TelemetryOptions telemetry;
 };
 
-StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
-    const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
+StatusOr<unmask::model::ModelOptions> ModelOptionsFrom(const Flags& f) {
   unmask::model::ModelOptions mopts;
   UNMASK_ASSIGN_OR_RETURN(mopts.precision, unmask::model::ParsePrecision(f.precision));
   mopts.device = f.options.device;
+  mopts.attention_query_chunk = f.attention_chunk;
+  return mopts;
+}
+
+StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
+    const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
+  UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));
   if (!f.model_dir.empty()) {
     UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::Load(f.model_dir, mopts));
     return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
@@ -42,6 +49,24 @@ StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
                                                                         tracer));
   UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(lease->model(), mopts));
   return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
+}
+
+// After the lease ended: attach again. When the loader hands out the segment this executor
+// already maps (a restarted loader that adopted it), the running model is kept as it is (no
+// rebuild); otherwise a model is built over the new segment. Null model: keep the current one.
+StatusOr<std::shared_ptr<const unmask::model::LladaModel>> Reattach(
+    const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
+  UNMASK_ASSIGN_OR_RETURN(auto next, unmask::executor::LoaderLease::Acquire(
+                                         f.loader, f.model, f.load_precision, f.options.executor_id,
+                                         std::chrono::seconds(f.attach_timeout_seconds), tracer, lease->model()));
+  std::shared_ptr<const unmask::model::LladaModel> built;
+  if (!next->same_weights()) {
+    UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));
+    UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(next->model(), mopts));
+    built = std::move(m);
+  }
+  lease = std::move(next);
+  return built;
 }
 
 }  // namespace
@@ -58,6 +83,11 @@ int main(int argc, char** argv) {
   app.add_option("--load-precision", f.load_precision, "Weights precision to ask the loader for (default: the loader's)");
   app.add_option("--precision", f.precision, "Compute precision: fp32, bf16, fp16")->capture_default_str();
   app.add_option("--device", f.options.device, "cpu or cuda[:N]")->capture_default_str();
+  app.add_option("--attention-chunk", f.attention_chunk,
+                 "Query rows per attention chunk for every job (0 = all at once; a job's own chunk, set by the "
+                 "scheduler's memory clamp, applies when smaller)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--executor-id", f.options.executor_id, "Name reported to the loader and the scheduler");
   app.add_option("--workers", f.options.workers, "Compute threads")->capture_default_str();
   app.add_option("--max-batch,--max-concurrent-jobs", f.options.max_batch, "Jobs batched into one forward pass (the jobs one worker runs at once)")
@@ -113,16 +143,20 @@ int main(int argc, char** argv) {
       if (!lease->lost()) continue;
       telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "attachment ended; re-attaching",
                      {{"reason", lease->revoked() ? "revoked" : "lost"}, {"model_id", f.model}});
-      std::unique_ptr<unmask::executor::LoaderLease> next;
-      auto m = BuildModel(f, next, tm.tracer());
+      auto m = Reattach(f, lease, tm.tracer());
       if (!m.ok()) {
         telemetry::Log(telemetry::LogLevel::kError, {}, {}, "re-attach failed",
                        {{"model_id", f.model}, {"error", m.status().ToString()}});
         continue;
       }
+      const std::string segment = lease->model()->segment().name();
+      if (*m == nullptr) {
+        telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "re-attached to the same weights; model kept",
+                       {{"model_id", f.model}, {"segment", segment}});
+        continue;
+      }
       core.ReplaceModel(*m);
-      lease = std::move(next);
-      telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "re-attached", {{"model_id", f.model}});
+      telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "re-attached", {{"model_id", f.model}, {"segment", segment}});
     }
   });
   runner.WaitForSignalAndDrain(std::chrono::seconds(f.drain_seconds));

@@ -100,6 +100,29 @@ StatusOr<weights::ModelInfo> LoaderCore::Load(const std::string& model_id, const
   return registry_.Get(model_id);
 }
 
+weights::LeftoverScan LoaderCore::AdoptLeftoverSegments(bool adopt) {
+  weights::LeftoverScanOptions scan_options;
+  scan_options.shm_dir = options_.shm_dir;
+  scan_options.name_prefix = options_.segment_prefix;
+  scan_options.model_roots = options_.model_roots;
+  scan_options.adopt = adopt;
+  weights::LeftoverScan scan = weights::ScanLeftoverSegments(scan_options);
+  std::vector<weights::AdoptedSegment> adopted;
+  for (auto& a : scan.adopted) {
+    const std::string model_id = a.model->manifest.model_id;
+    const std::string name = a.model->segment.name();
+    Status s = registry_.Adopt(model_id, a.precision, a.model);
+    if (s.ok()) {
+      adopted.push_back(std::move(a));
+      continue;
+    }
+    (void)a.model->segment.Unlink();
+    scan.removed.push_back({name, s.message()});
+  }
+  scan.adopted = std::move(adopted);
+  return scan;
+}
+
 StatusOr<std::vector<std::string>> LoaderCore::Unload(const std::string& model_id, bool force) {
   UNMASK_ASSIGN_OR_RETURN(auto notified, registry_.Unload(model_id, force));
   {

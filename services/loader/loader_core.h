@@ -16,12 +16,16 @@
 #include "common/util/status.h"
 #include "common/weights/model_registry.h"
 #include "common/weights/progressive_loader.h"
+#include "common/weights/segment_adoption.h"
 
 namespace unmask::loader {
 
 struct LoaderOptions {
   std::vector<std::string> model_roots;
   std::string default_precision = "bf16";
+  // Where AdoptLeftoverSegments looks, and for which file names (tests narrow the prefix).
+  std::string shm_dir = "/dev/shm";
+  std::string segment_prefix = "unmask-";
 };
 
 // Seams for metrics (the core stays free of gRPC and of the telemetry library). Both are called
@@ -83,6 +87,13 @@ class LoaderCore {
   Status Detach(const std::string& model_id, const std::string& executor_id);
   // Blocks until the attachment is revoked by a forced unload (true) or stop() says so (false).
   bool WaitRevoked(const std::string& model_id, const std::string& executor_id, const std::function<bool()>& stop);
+
+  // Finds the complete segments a previous loader of these model roots left behind (killed,
+  // crashed, or stopped with --keep-segments-on-exit) and serves them as ready models, with no
+  // checkpoint read; partial or corrupt leftovers are unlinked. With `adopt` false, complete
+  // leftovers are unlinked too. Segments whose owner still runs are never touched. Call it
+  // before serving; the result says what happened to each segment, for the log.
+  weights::LeftoverScan AdoptLeftoverSegments(bool adopt);
 
   StatusOr<weights::PrecisionSpec> ResolvePrecision(const std::string& precision) const;
 

@@ -10,12 +10,37 @@
 #include "services/loader/loader_core.h"
 #include "services/loader/loader_grpc.h"
 
+namespace {
+
+// Adopts (or, with adopt false, removes) what a previous loader left in shared memory, with a
+// log line per segment naming it.
+void AdoptLeftovers(unmask::loader::LoaderCore& core, bool adopt) {
+  namespace telemetry = unmask::telemetry;
+  const auto scan = core.AdoptLeftoverSegments(adopt);
+  if (!scan.error.ok())
+    telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "cannot look for leftover segments",
+                   {{"error", scan.error.ToString()}});
+  for (const auto& a : scan.adopted) {
+    const auto& seg = a.model->segment;
+    std::cout << "unmask-loader: adopted segment " << seg.name() << " (model " << a.model->manifest.model_id << ", "
+              << a.precision.ToString() << ", " << seg.size() << " bytes)" << std::endl;
+  }
+  for (const auto& r : scan.removed)
+    telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "removed leftover segment",
+                   {{"segment", r.segment}, {"reason", r.reason}});
+  for (const auto& r : scan.skipped)
+    telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "left segment alone", {{"segment", r.segment}, {"reason", r.reason}});
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   unmask::services::BlockShutdownSignals();
   unmask::loader::LoaderOptions options;
   std::string listen = "0.0.0.0:50052";
   std::vector<std::string> preload;
   int drain_seconds = 30;
+  bool adopt_segments = true, keep_segments = false;
   CLI::App app{"unmask-loader: streams checkpoints into shared memory for executors"};
   app.add_option("--listen", listen, "gRPC listen address (port 0 picks one)")->capture_default_str();
   app.add_option("--model-root", options.model_roots, "Directory holding model directories (repeatable)")->required();
@@ -23,6 +48,16 @@ int main(int argc, char** argv) {
   app.add_option("--default-precision", options.default_precision, "bf16, fp16, fp32, int8, int4[:gN][:sym]")
       ->capture_default_str();
   app.add_option("--drain-timeout-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM")
+      ->capture_default_str();
+  app.add_flag("--adopt-segments,!--no-adopt-segments", adopt_segments,
+               "(default: on) At start, serve the complete weight segments a previous loader of these model roots left in "
+               "/dev/shm (killed, crashed, or --keep-segments-on-exit) without reading checkpoints; "
+               "--adopt-segments=false unlinks them instead. Partial or corrupt ones are always unlinked, "
+               "and segments of a loader still running are never touched")
+      ->capture_default_str();
+  app.add_flag("--keep-segments-on-exit", keep_segments,
+               "On SIGTERM, leave the loaded segments in /dev/shm (not unlinked) for the next loader to adopt, "
+               "so that executors re-attach without a reload (default: off; a killed loader leaves them too)")
       ->capture_default_str();
   namespace telemetry = unmask::telemetry;
   telemetry::TelemetryOptions tel;
@@ -43,6 +78,7 @@ int main(int argc, char** argv) {
   if (tm.metrics_port() > 0) std::cout << "unmask-loader: metrics on port " << tm.metrics_port() << std::endl;
 
   unmask::loader::LoaderCore core(options, unmask::loader::MetricsLoadHooks(&tm.metrics()));
+  AdoptLeftovers(core, adopt_segments);
   unmask::loader::LoaderGrpcService service(core, tm.tracer(), &tm.metrics());
   unmask::services::ServerRunner runner("Loader");
   runner.AddService(&service);
@@ -75,9 +111,18 @@ int main(int argc, char** argv) {
     tm.metrics().SetMemoryBudget(static_cast<double>(budget->available_bytes()));
   runner.SetServing(true);
   runner.WaitForSignalAndDrain(std::chrono::seconds(drain_seconds));
-  // A loader that stops frees its segments (no later loader adopts them yet); executors that
-  // still map one keep their mapping until they exit.
-  for (const auto& model : core.List()) (void)core.Unload(model.model_id, /*force=*/true);
+  // A loader that stops frees its segments unless told to keep them for the next loader (which
+  // adopts them; a killed loader leaves them too). Executors that still map an unlinked segment
+  // keep their mapping until they exit.
+  if (keep_segments) {
+    for (const auto& model : core.List()) {
+      if (!model.segment_name.empty())
+        telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "keeping segment for the next loader",
+                       {{"model_id", model.model_id}, {"segment", model.segment_name}});
+    }
+  } else {
+    for (const auto& model : core.List()) (void)core.Unload(model.model_id, /*force=*/true);
+  }
   tm.Shutdown();  // sends the spans still queued
   return 0;
 }

@@ -267,6 +267,88 @@ TEST_F(LoaderServiceTest, HealthFollowsTheServingState) {
   EXPECT_EQ(check("unmask.v1.Loader"), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
 }
 
+// A loader that went away without unlinking (killed, or --keep-segments-on-exit) leaves its
+// segment; the next loader on the same model roots adopts it and serves it with no checkpoint
+// read, and never takes a segment whose loader still runs.
+TEST_F(LoaderServiceTest, ARestartedLoaderAdoptsTheSegmentOfTheOneThatWentAway) {
+  std::vector<v1::LoadProgress> seen;
+  ASSERT_TRUE(Load("tiny-llada", "bf16", &seen).ok());
+  const v1::ModelInfo before = seen.back().model();
+  const std::string segment = before.segment_name();
+  LoaderOptions options;
+  options.model_roots = {root_.path()};
+  options.segment_prefix = "unmask-tiny-llada-" + std::to_string(::getpid()) + "-";  // this test's only
+
+  {  // While the first loader lives, a second one leaves its segment alone.
+    LoaderCore other(options);
+    const auto scan = other.AdoptLeftoverSegments(true);
+    EXPECT_TRUE(scan.adopted.empty());
+    ASSERT_EQ(scan.skipped.size(), 1u);
+    EXPECT_EQ(scan.skipped[0].segment, segment);
+    EXPECT_THAT(scan.skipped[0].reason, HasSubstr("owned by a live loader"));
+    EXPECT_TRUE(other.List().empty());
+  }
+
+  // The first loader goes away without unloading; the checkpoint goes away too.
+  runner_->Drain(std::chrono::seconds(1));
+  runner_.reset();
+  service_.reset();
+  core_.reset();
+  ASSERT_TRUE(fs::exists("/dev/shm" + segment));
+  fs::rename(root_.File("tiny-llada"), root_.File("moved-away"));
+
+  core_ = std::make_unique<LoaderCore>(options);
+  const auto scan = core_->AdoptLeftoverSegments(true);
+  ASSERT_EQ(scan.adopted.size(), 1u);
+  EXPECT_EQ(scan.adopted[0].model->segment.name(), segment);
+  service_ = std::make_unique<LoaderGrpcService>(*core_);
+  runner_ = std::make_unique<services::ServerRunner>("Loader");
+  runner_->AddService(service_.get());
+  ASSERT_TRUE(runner_->Start("127.0.0.1:0").ok());
+  runner_->SetServing(true);
+  address_ = "127.0.0.1:" + std::to_string(runner_->port());
+  stub_ = v1::Loader::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+
+  grpc::ClientContext ctx;
+  v1::ListModelsResponse list;
+  ASSERT_TRUE(stub_->ListModels(&ctx, v1::ListModelsRequest(), &list).ok());
+  ASSERT_EQ(list.models_size(), 1);
+  EXPECT_EQ(list.models(0).model_id(), "tiny-llada");
+  EXPECT_EQ(list.models(0).state(), "ready");
+  EXPECT_EQ(list.models(0).precision(), "bf16");
+  EXPECT_EQ(list.models(0).resident_bytes(), before.resident_bytes());
+  EXPECT_EQ(list.models(0).segment_name(), segment);
+
+  // LoadModel is idempotent: done at once, from the adopted segment (the checkpoint is gone).
+  seen.clear();
+  grpc::Status s = Load("tiny-llada", "bf16", &seen);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(seen.back().model().segment_name(), segment);
+  EXPECT_EQ(Load("tiny-llada", "int8", &seen).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  {  // An executor attaches and reads the checkpoint's bytes.
+    Probe probe({ATTACH_PROBE_BIN, address_, "tiny-llada", "executor-9", "model.transformer.ln_f.weight"});
+    const std::string line = probe.ReadLine();
+    auto ckpt = checkpoint::Checkpoint::Open(unmask::testing::TestDataPath("tiny-llada"));
+    ASSERT_TRUE(ckpt.ok());
+    auto ref = (*ckpt)->Find("model.transformer.ln_f.weight");
+    const std::string source(reinterpret_cast<const char*>(ref->data()), ref->info->nbytes);
+    EXPECT_THAT(line, HasSubstr("attached " + segment + " checksum " + std::to_string(Fnv1a(source))));
+  }
+  for (int i = 0; i < 100 && !core_->List()[0].executors.empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Unload frees it.
+  grpc::ClientContext c2;
+  v1::UnloadModelRequest unload;
+  unload.set_model_id("tiny-llada");
+  v1::UnloadModelResponse resp;
+  s = stub_->UnloadModel(&c2, unload, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(fs::exists("/dev/shm" + segment));
+  EXPECT_TRUE(core_->List().empty());
+  if (fs::exists("/dev/shm" + segment)) (void)weights::ShmSegment::UnlinkName(segment);
+}
+
 TEST(LoaderLoadTraceTest, LayerOfTensorNamesTheBlock) {
   EXPECT_EQ(LayerOfTensor("model.transformer.blocks.0.q_proj.weight"), "blocks.0");
   EXPECT_EQ(LayerOfTensor("model.transformer.blocks.31.ff_out.weight"), "blocks.31");
