@@ -319,6 +319,8 @@ def check_worker(docs, replicas=1, executors=1, gpu="devicePlugin"):
     check(loader["command"] == ["unmask-loader"], "loader runs %s" % loader["command"])
     check(flag1(docs, loader, "model-root") == "/models", "loader --model-root")
     check(flag(docs, loader, "preload"), "loader has no --preload")
+    check("--keep-segments-on-exit" in loader.get("args", []),
+          "loader must keep its segments on exit, so that a restarted loader container adopts them")
     if gpu == "dra":
         check([r["name"] for r in spec.get("resourceClaims", [])] == ["gpu"], "worker pod must declare the gpu resource claim")
         rct = one(docs, "ResourceClaimTemplate", "worker")
