@@ -37,16 +37,12 @@ StatusOr<GenerationResult> ReferenceGenerate(const model::ModelBackend& model, c
   const auto start = std::chrono::steady_clock::now();
   try {
     const at::Device device = model.device();
-    const auto long_opts = at::TensorOptions().dtype(at::kLong).device(device);
     at::Generator gen = MakeSeededGenerator(device, p.seed);
 
     const std::int64_t total = prompt_len + p.gen_length;
-    at::Tensor x = at::full({batch, total}, p.mask_id, long_opts);
-    x.narrow(1, 0, prompt_len).copy_(ToTensor(prompts.ids, device));
-    at::Tensor attention_mask;
-    if (!prompts.attention_mask.empty()) {
-      attention_mask = at::cat({ToTensor(prompts.attention_mask, device), at::ones({batch, p.gen_length}, long_opts)}, 1);
-    }
+    InitialSequence seq = MakeInitialSequence(prompts.ids, prompts.attention_mask, p.gen_length, p.mask_id, device);
+    at::Tensor x = std::move(seq.x);
+    const at::Tensor attention_mask = std::move(seq.attention_mask);
     const at::Tensor prompt_index = x.ne(p.mask_id);
     const std::int64_t num_blocks = p.gen_length / p.block_length;
     const std::int64_t steps_per_block = p.steps / num_blocks;

@@ -55,4 +55,18 @@ StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::in
   return ev;
 }
 
+InitialSequence MakeInitialSequence(const std::vector<std::vector<std::int64_t>>& prompt_ids,
+                                    const std::vector<std::vector<std::int64_t>>& prompt_mask, std::int64_t gen_length,
+                                    std::int64_t mask_id, c10::Device device) {
+  const auto long_opts = at::TensorOptions().dtype(at::kLong).device(device);
+  const auto batch = static_cast<std::int64_t>(prompt_ids.size());
+  const auto prompt_len = static_cast<std::int64_t>(prompt_ids[0].size());
+  InitialSequence s;
+  s.x = at::full({batch, prompt_len + gen_length}, mask_id, long_opts);
+  s.x.narrow(1, 0, prompt_len).copy_(ToTensor(prompt_ids, device));
+  if (!prompt_mask.empty())
+    s.attention_mask = at::cat({ToTensor(prompt_mask, device), at::ones({batch, gen_length}, long_opts)}, 1);
+  return s;
+}
+
 }  // namespace unmask::sampler

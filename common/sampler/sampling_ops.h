@@ -21,6 +21,17 @@ at::Tensor AddGumbelNoise(const at::Tensor& logits, double temperature, at::Gene
 at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device);
 std::vector<std::vector<std::int64_t>> ToRows(const at::Tensor& t);
 
+// The starting sequence of every sampler: the (left-padded) prompts followed by gen_length mask
+// ids, [B, prompt_len + gen_length] on `device`, and the attention mask over it (undefined when
+// no row is padded; else the prompts' mask followed by ones).
+struct InitialSequence {
+  at::Tensor x;
+  at::Tensor attention_mask;
+};
+InitialSequence MakeInitialSequence(const std::vector<std::vector<std::int64_t>>& prompt_ids,
+                                    const std::vector<std::vector<std::int64_t>>& prompt_mask, std::int64_t gen_length,
+                                    std::int64_t mask_id, c10::Device device);
+
 // Positions (relative to prompt_len, ascending) and tokens set in `transfer` ([B, L] bool).
 StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len);
 
