@@ -7,7 +7,8 @@
 // batching: ExecutorCore in this process over a random LLaDA-layout model (d_model 256, 4 layers,
 //   4 heads, MLP 704, vocab 126464, bf16 compute); N jobs (1, 4, 8) are submitted back to back and
 //   waited for, with max_batch 8 (batching on) and max_batch 1 (off). Reference sampler,
-//   temperature 0 (deterministic jobs are the ones that batch), prompt 16 ids, gen_length 32,
+//   temperature 0 (deterministic jobs are the ones that batch), prompts of 16 ids each and, in a
+//   second table half, of 8-24 ids (lengths differ between jobs: batches are left-padded), gen_length 32,
 //   block_length 32, steps 32. The on/off runs are interleaved so that load from other processes
 //   hits both alike; each figure is the median over --repeats runs.
 // memory: a random ~155M-parameter model (d_model 512, 8 layers, 8 heads, MLP 1408); a LoaderCore
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -122,6 +124,9 @@ struct BatchRun {
 
 // Submits n jobs back to back and waits for all of them (one reader thread per job, so that
 // each completion is timed when it happens).
+// Job i's prompt length: 8..24 ids, different between neighbouring jobs (a batch is left-padded).
+int MixedPromptLength(int i) { return 8 + (i * 7) % 17; }
+
 BatchRun RunJobs(executor::ExecutorCore& core, const sampler::GenerationParams& params, int prompt_length, int n) {
   BatchRun out;
   std::vector<std::shared_ptr<executor::Job>> jobs;
@@ -129,7 +134,7 @@ BatchRun RunJobs(executor::ExecutorCore& core, const sampler::GenerationParams& 
   for (int i = 0; i < n; ++i) {
     executor::JobRequest req;
     req.job_id = "job-" + std::to_string(i);
-    req.prompt_ids = Prompt(prompt_length, i);
+    req.prompt_ids = Prompt(prompt_length > 0 ? prompt_length : MixedPromptLength(i), i);
     req.params = params;
     auto job = core.Submit(std::move(req));
     if (!job.ok()) {
@@ -240,17 +245,23 @@ int Batching(const Args& a, int argc, char** argv) {
   (void)RunJobs(core_off, p, prompt_length, 1);
 
   const std::vector<int> counts = {1, 4, 8};
-  std::map<std::pair<int, bool>, std::vector<BatchRun>> runs;
+  // Prompt lengths: every job prompt_length ids, or 8..24 ids differing between jobs (0).
+  const std::vector<int> prompt_modes = {prompt_length, 0};
+  auto prompts_text = [&](int mode) { return mode > 0 ? std::to_string(mode) + " ids each" : std::string("8–24 ids, mixed"); };
+  std::map<std::tuple<int, int, bool>, std::vector<BatchRun>> runs;
   int failures = 0;
-  for (int n : counts) {
-    for (int r = 0; r < a.repeats; ++r) {
-      for (bool batching : {true, false}) {
-        BatchRun run = RunJobs(batching ? core_on : core_off, p, prompt_length, n);
-        std::cerr << "batching " << (batching ? "on " : "off") << " jobs " << n << " run " << r << ": "
-                  << (run.error.empty() ? Fmt("%.2f tokens/s", run.tokens_per_s) + " batches " + run.batches : run.error)
-                  << std::endl;
-        if (!run.error.empty()) ++failures;
-        runs[{n, batching}].push_back(run);
+  for (int mode : prompt_modes) {
+    for (int n : counts) {
+      for (int r = 0; r < a.repeats; ++r) {
+        for (bool batching : {true, false}) {
+          BatchRun run = RunJobs(batching ? core_on : core_off, p, mode, n);
+          std::cerr << "prompts " << prompts_text(mode) << " batching " << (batching ? "on " : "off") << " jobs " << n
+                    << " run " << r << ": "
+                    << (run.error.empty() ? Fmt("%.2f tokens/s", run.tokens_per_s) + " batches " + run.batches : run.error)
+                    << std::endl;
+          if (!run.error.empty()) ++failures;
+          runs[{mode, n, batching}].push_back(run);
+        }
       }
     }
   }
@@ -262,8 +273,8 @@ int Batching(const Args& a, int argc, char** argv) {
      << config.d_model << ", " << config.n_layers << " layers, " << config.n_heads << " heads, MLP "
      << config.mlp_hidden_size << ", vocab " << config.vocab_size
      << "), bf16 weights and bf16 compute on CPU, one worker thread. Each job: reference sampler, temperature 0, "
-        "prompt "
-     << prompt_length << " ids (different per job), gen_length " << p.gen_length << ", block_length "
+        "prompt ids different per job, either all of " << prompt_length << " ids or of 8–24 ids (mixed lengths: a "
+        "batch is left-padded to its longest prompt and the padding masked out of attention), gen_length " << p.gen_length << ", block_length "
      << p.block_length << ", steps " << p.steps
      << ". N jobs are submitted back to back and waited for; tokens/s = N × gen_length / wall time from the first "
         "submit to the last completion; latency = submit to completion per job, averaged. Batching on = "
@@ -272,11 +283,12 @@ int Batching(const Args& a, int argc, char** argv) {
      << " runs each; on/off runs were interleaved. \"Batches\" is how the worker actually grouped the jobs: it "
         "takes the first queued job the moment it arrives (there is no batching window), so jobs arriving "
         "together at an idle executor can split as 1 + (N-1).\n\n"
-     << "| jobs | batching | tokens/s (median) | tokens/s (min–max) | mean job latency s | wall s | batches |\n"
-     << "|---|---|---|---|---|---|---|\n";
+     << "| prompts | jobs | batching | tokens/s (median) | tokens/s (min–max) | mean job latency s | wall s | batches |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
+  for (int mode : prompt_modes) {
   for (int n : counts) {
     for (bool batching : {true, false}) {
-      const auto& rs = runs[{n, batching}];
+      const auto& rs = runs[{mode, n, batching}];
       std::vector<double> tps, lat, wall;
       std::map<std::string, int> shapes;
       for (const auto& r : rs) {
@@ -287,44 +299,47 @@ int Batching(const Args& a, int argc, char** argv) {
         ++shapes[r.batches];
       }
       if (tps.empty()) {
-        md << "| " << n << " | " << (batching ? "on" : "off") << " | failed | | | | |\n";
+        md << "| " << prompts_text(mode) << " | " << n << " | " << (batching ? "on" : "off") << " | failed | | | | |\n";
         continue;
       }
       std::string shape_text;
       for (const auto& [shape, k] : shapes)
         shape_text += (shape_text.empty() ? "" : "; ") + shape + (shapes.size() > 1 ? " (" + std::to_string(k) + "×)" : "");
-      md << "| " << n << " | " << (batching ? "on (max_batch 8)" : "off (max_batch 1)") << " | "
+      md << "| " << prompts_text(mode) << " | " << n << " | " << (batching ? "on (max_batch 8)" : "off (max_batch 1)") << " | "
          << Fmt("%.1f", Median(tps)) << " | " << Fmt("%.1f", *std::min_element(tps.begin(), tps.end())) << "–"
          << Fmt("%.1f", *std::max_element(tps.begin(), tps.end())) << " | " << Fmt("%.2f", Median(lat)) << " | " << Fmt("%.2f", Median(wall))
          << " | " << shape_text << " |\n";
     }
   }
-  // The headline: what batching did to throughput and latency at the largest N.
+  }
+  // The headline: what batching did to throughput and latency at the largest N, per prompt mode.
   const int big = counts.back();
-  std::vector<double> tps_on, tps_off, lat_on, lat_off;
-  for (const auto& r : runs[{big, true}]) {
-    if (!r.error.empty()) continue;
-    tps_on.push_back(r.tokens_per_s);
-    lat_on.push_back(r.mean_latency_s);
+  for (int mode : prompt_modes) {
+    std::vector<double> tps_on, tps_off, lat_on, lat_off;
+    for (const auto& r : runs[{mode, big, true}]) {
+      if (!r.error.empty()) continue;
+      tps_on.push_back(r.tokens_per_s);
+      lat_on.push_back(r.mean_latency_s);
+    }
+    for (const auto& r : runs[{mode, big, false}]) {
+      if (!r.error.empty()) continue;
+      tps_off.push_back(r.tokens_per_s);
+      lat_off.push_back(r.mean_latency_s);
+    }
+    if (tps_on.empty() || tps_off.empty()) continue;
+    md << "\nPrompts " << prompts_text(mode) << ", " << big << " jobs: batching gave "
+       << Fmt("%.2f", Median(tps_on) / Median(tps_off)) << "× the throughput of running them one by one, at "
+       << Fmt("%.2f", Median(lat_on) / Median(lat_off)) << "× the mean job latency (medians).\n";
   }
-  for (const auto& r : runs[{big, false}]) {
-    if (!r.error.empty()) continue;
-    tps_off.push_back(r.tokens_per_s);
-    lat_off.push_back(r.mean_latency_s);
-  }
-  if (!tps_on.empty() && !tps_off.empty()) {
-    const double gain = Median(tps_on) / Median(tps_off);
-    md << "\nWith " << big << " jobs, batching gave " << Fmt("%.2f", gain) << "× the throughput of running them one "
-       << "by one (medians; the min–max column shows how far single runs strayed), at "
-       << Fmt("%.2f", Median(lat_on) / Median(lat_off))
-       << "× the mean job latency: every job of a batch finishes only when the whole batch does, whereas one by "
-          "one the first jobs finish early. On this CPU a single job's step already pushes "
-       << prompt_length + p.gen_length << " positions through the model and the LM head over " << config.vocab_size
-       << " ids (the reference computes logits for every position), so the arithmetic is what costs and a batch "
-          "of N costs nearly N steps; batching saves only the per-step fixed costs and some weight reads. "
-          "Batching is meant for accelerators, where a small step is bound by reading the weights rather than by "
-          "arithmetic; that was not measured here (no GPU on this machine).\n";
-  }
+  md << "\nEvery job of a batch finishes only when the whole batch does, whereas one by one the first jobs finish "
+        "early. A batch of mixed prompt lengths also computes its padding: every row is as long as the longest "
+        "prompt plus gen_length. On this CPU a single job's step already pushes its whole sequence through the "
+        "model and the LM head over "
+     << config.vocab_size
+     << " ids (the reference computes logits for every position), so the arithmetic is what costs and a batch "
+        "of N costs nearly N steps; batching saves only the per-step fixed costs and some weight reads. "
+        "Batching is meant for accelerators, where a small step is bound by reading the weights rather than by "
+        "arithmetic; that was not measured here (no GPU on this machine).\n";
   md << "\nThe machine is shared with other work, so absolute figures move between runs; compare rows within this "
         "table.\n\nMachine: "
      << bench::MachineDescription() << ". Command: `" << bench::CommandLine(argc, argv) << "`\n";
