@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
 #include "common/sampler/reference_sampler.h"
@@ -99,20 +100,15 @@ int main(int argc, char** argv) {
   app.add_option("--doc", a.doc, "markdown file whose bench:engine-baseline section is replaced");
   CLI11_PARSE(app, argc, argv);
 
-  std::string temp_dir;
+  std::unique_ptr<unmask::bench::TempModel> temp;
   if (a.model.empty()) {
-    temp_dir = (std::filesystem::temp_directory_path() / ("unmask-bench-" + std::to_string(::getpid()))).string();
-    unmask::tools::MakeModelOptions mo;
-    mo.config.d_model = 512;
-    mo.config.n_layers = 8;
-    mo.config.n_heads = mo.config.n_kv_heads = 8;
-    mo.config.mlp_hidden_size = 1408;
-    auto s = unmask::tools::MakeModel(temp_dir, mo);
-    if (!s.ok()) {
-      std::cerr << s.ToString() << "\n";
+    auto made = unmask::bench::TempModel::Make("generate", unmask::bench::RandomModel(512, 8, 8, 1408));
+    if (!made.ok()) {
+      std::cerr << made.status().ToString() << "\n";
       return 1;
     }
-    a.model = temp_dir;
+    temp = std::move(*made);
+    a.model = temp->dir();
   }
   auto config = unmask::checkpoint::LladaConfig::FromFile(a.model + "/config.json");
   if (!config.ok()) {
@@ -150,6 +146,5 @@ int main(int argc, char** argv) {
     std::cerr << "cannot write " << a.doc << "\n";
     ++failures;
   }
-  if (!temp_dir.empty()) std::filesystem::remove_all(temp_dir);
   return failures ? 1 : 0;
 }

@@ -30,6 +30,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
 #include "common/sampler/sampler_registry.h"
@@ -153,20 +154,15 @@ int main(int argc, char** argv) {
   app.add_option("--doc", a.doc, "markdown file whose bench:samplers section is replaced");
   CLI11_PARSE(app, argc, argv);
 
-  std::string temp_dir;
+  std::unique_ptr<bench::TempModel> temp;
   if (a.model.empty()) {
-    temp_dir = (std::filesystem::temp_directory_path() / ("unmask-bench-samplers-" + std::to_string(::getpid()))).string();
-    tools::MakeModelOptions mo;
-    mo.config.d_model = 512;
-    mo.config.n_layers = 8;
-    mo.config.n_heads = mo.config.n_kv_heads = 8;
-    mo.config.mlp_hidden_size = 1408;
-    auto s = tools::MakeModel(temp_dir, mo);
-    if (!s.ok()) {
-      std::cerr << s.ToString() << "\n";
+    auto made = bench::TempModel::Make("samplers", bench::RandomModel(512, 8, 8, 1408));
+    if (!made.ok()) {
+      std::cerr << made.status().ToString() << "\n";
       return 1;
     }
-    a.model = temp_dir;
+    temp = std::move(*made);
+    a.model = temp->dir();
   }
   model::ModelOptions opts;
   auto precision = model::ParsePrecision(a.precision);
@@ -201,12 +197,12 @@ int main(int argc, char** argv) {
      << a.threshold << ", factor " << a.factor << ", early stop on for the fast modes; model: "
      << config.parameter_count() / 1e6 << " M parameters (d_model " << config.d_model << ", " << config.n_layers
      << " layers, " << config.n_heads << " heads, MLP " << config.mlp_hidden_size << ", vocab " << config.vocab_size
-     << (temp_dir.empty() ? "), weights from " + a.model : std::string("), random weights"))
+     << (!temp ? "), weights from " + a.model : std::string("), random weights"))
      << ". \"forwards\" = denoising steps run (model calls); \"agreement\" = fraction of the "
      << a.gen_length << " generated positions holding the reference's token.\n\n";
   char line[256];
   std::snprintf(line, sizeof(line), "**%s** (mean top-1 probability at the first step: %.2g).\n\n",
-                temp_dir.empty() ? "Model as loaded" : "Random weights",
+                !temp ? "Model as loaded" : "Random weights",
                 MeanTopProbability(m, prompts.ids[0], a.gen_length, p.mask_id));
   md << line;
   std::cerr << line;
@@ -233,6 +229,5 @@ int main(int argc, char** argv) {
     std::cerr << "cannot write " << a.doc << "\n";
     ++failures;
   }
-  if (!temp_dir.empty()) std::filesystem::remove_all(temp_dir);
   return failures ? 1 : 0;
 }

@@ -30,6 +30,7 @@
 
 #include <ATen/ATen.h>
 
+#include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/memory/clamp.h"
 #include "common/memory/memory_model.h"
@@ -195,20 +196,15 @@ int main(int argc, char** argv) {
   app.add_option("--doc", doc, "markdown file whose bench:memory section is replaced");
   CLI11_PARSE(app, argc, argv);
 
-  std::string temp_dir;
+  std::unique_ptr<unmask::bench::TempModel> temp;
   if (model_dir.empty()) {
-    temp_dir = (std::filesystem::temp_directory_path() / ("unmask-bench-memory-" + std::to_string(::getpid()))).string();
-    unmask::tools::MakeModelOptions mo;
-    mo.config.d_model = 256;
-    mo.config.n_layers = 4;
-    mo.config.n_heads = mo.config.n_kv_heads = 4;
-    mo.config.mlp_hidden_size = 768;
-    auto s = unmask::tools::MakeModel(temp_dir, mo);
-    if (!s.ok()) {
-      std::cerr << s.ToString() << "\n";
+    auto made = unmask::bench::TempModel::Make("memory", unmask::bench::RandomModel(256, 4, 4, 768));
+    if (!made.ok()) {
+      std::cerr << made.status().ToString() << "\n";
       return 1;
     }
-    model_dir = temp_dir;
+    temp = std::move(*made);
+    model_dir = temp->dir();
   }
   auto config = unmask::checkpoint::LladaConfig::FromFile(model_dir + "/config.json");
   if (!config.ok()) {
@@ -284,6 +280,5 @@ int main(int argc, char** argv) {
     std::cerr << "cannot write " << doc << "\n";
     ++failures;
   }
-  if (!temp_dir.empty()) std::filesystem::remove_all(temp_dir);
   return failures ? 1 : 0;
 }

@@ -33,6 +33,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
 #include "common/sampler/sampler_registry.h"
@@ -205,22 +206,17 @@ struct Args {
 };
 
 int Batching(const Args& a, int argc, char** argv) {
-  const std::string dir = (fs::temp_directory_path() / ("unmask-bench-executor-" + std::to_string(::getpid()))).string();
-  tools::MakeModelOptions mo;
-  mo.config.d_model = 256;
-  mo.config.n_layers = 4;
-  mo.config.n_heads = mo.config.n_kv_heads = 4;
-  mo.config.mlp_hidden_size = 704;
-  if (auto s = tools::MakeModel(dir, mo); !s.ok()) {
-    std::cerr << s.ToString() << "\n";
+  auto temp = bench::TempModel::Make("executor", bench::RandomModel(256, 4, 4, 704));
+  if (!temp.ok()) {
+    std::cerr << temp.status().ToString() << "\n";
     return 1;
   }
+  const std::string& dir = (*temp)->dir();
   model::ModelOptions opts;
   opts.precision = model::Precision::kBFloat16;
   auto loaded = model::LladaModel::Load(dir, opts);
   if (!loaded.ok()) {
     std::cerr << loaded.status().ToString() << "\n";
-    fs::remove_all(dir);
     return 1;
   }
   std::shared_ptr<const model::LladaModel> model(std::move(*loaded));
@@ -348,7 +344,6 @@ int Batching(const Args& a, int argc, char** argv) {
     std::cerr << "cannot write " << a.doc << "\n";
     ++failures;
   }
-  fs::remove_all(dir);
   return failures ? 1 : 0;
 }
 
@@ -532,18 +527,14 @@ ScenarioResult RunScenario(const Args& a, const Scenario& s, const std::string& 
 }
 
 int Memory(const Args& a, int argc, char** argv) {
-  const std::string root = (fs::temp_directory_path() / ("unmask-bench-executor-mem-" + std::to_string(::getpid()))).string();
   const std::string model_id = "bench-llada";
-  const std::string dir = root + "/" + model_id;
-  tools::MakeModelOptions mo;
-  mo.config.d_model = 512;
-  mo.config.n_layers = 8;
-  mo.config.n_heads = mo.config.n_kv_heads = 8;
-  mo.config.mlp_hidden_size = 1408;
-  if (auto s = tools::MakeModel(dir, mo); !s.ok()) {
-    std::cerr << s.ToString() << "\n";
+  auto temp = bench::TempModel::Make("executor-mem", bench::RandomModel(512, 8, 8, 1408), model_id);
+  if (!temp.ok()) {
+    std::cerr << temp.status().ToString() << "\n";
     return 1;
   }
+  const std::string& root = (*temp)->root();
+  const std::string& dir = (*temp)->dir();
   std::uint64_t checkpoint_bytes = 0;
   for (const auto& f : fs::directory_iterator(dir)) {
     if (f.path().extension() == ".safetensors") checkpoint_bytes += fs::file_size(f.path());
@@ -557,7 +548,6 @@ int Memory(const Args& a, int argc, char** argv) {
   runner.AddService(&loader_service);
   if (auto s = runner.Start("127.0.0.1:0"); !s.ok()) {
     std::cerr << s.ToString() << "\n";
-    fs::remove_all(root);
     return 1;
   }
   runner.SetServing(true);
@@ -672,7 +662,6 @@ int Memory(const Args& a, int argc, char** argv) {
     ++failures;
   }
   runner.Drain(std::chrono::seconds(1));
-  fs::remove_all(root);
   return failures ? 1 : 0;
 }
 

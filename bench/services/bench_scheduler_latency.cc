@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/jobs/memory_job_store.h"
 #include "common/jobs/redis_job_store.h"
@@ -201,19 +202,15 @@ Stats Summarize(std::vector<double> ms) {
 
 int Main(const Args& a, int argc, char** argv) {
   jobs::testing::IgnoreSigpipe();
-  const std::string root = (fs::temp_directory_path() / ("unmask-bench-sched-" + std::to_string(::getpid()))).string();
-  tools::MakeModelOptions mo;
-  mo.config.d_model = 64;
-  mo.config.n_layers = 2;
-  mo.config.n_heads = mo.config.n_kv_heads = 4;
-  mo.config.mlp_hidden_size = 176;
+  tools::MakeModelOptions mo = bench::RandomModel(64, 2, 4, 176);
   const std::string tokenizer = std::string(UNMASK_BENCH_DATA) + "/tokenizers/llada-like.tokenizer.json";
   if (fs::exists(tokenizer)) mo.tokenizer = tokenizer;
-  if (auto s = tools::MakeModel(root + "/" + kModel, mo); !s.ok()) {
-    std::cerr << s.ToString() << "\n";
+  auto temp = bench::TempModel::Make("sched", mo, kModel);
+  if (!temp.ok()) {
+    std::cerr << temp.status().ToString() << "\n";
     return 1;
   }
-  auto cleanup = [&] { fs::remove_all(root); };
+  const std::string& root = (*temp)->root();
 
   // Loader and executor.
   loader::LoaderOptions lo;
@@ -224,7 +221,6 @@ int Main(const Args& a, int argc, char** argv) {
   loader_runner.AddService(&loader_service);
   if (auto s = loader_runner.Start("127.0.0.1:0"); !s.ok()) {
     std::cerr << s.ToString() << "\n";
-    cleanup();
     return 1;
   }
   loader_runner.SetServing(true);
@@ -238,14 +234,12 @@ int Main(const Args& a, int argc, char** argv) {
                                               "bench-executor", std::chrono::seconds(30));
   if (!lease.ok()) {
     std::cerr << lease.status().ToString() << "\n";
-    cleanup();
     return 1;
   }
   model::ModelOptions mopts;  // fp32 compute
   auto built = model::LladaModel::FromSegment((*lease)->model(), mopts);
   if (!built.ok()) {
     std::cerr << built.status().ToString() << "\n";
-    cleanup();
     return 1;
   }
   std::shared_ptr<const model::LladaModel> model(std::move(*built));
@@ -261,7 +255,6 @@ int Main(const Args& a, int argc, char** argv) {
   executor_runner.AddService(&executor_service);
   if (auto s = executor_runner.Start("127.0.0.1:0"); !s.ok()) {
     std::cerr << s.ToString() << "\n";
-    cleanup();
     return 1;
   }
   executor_runner.SetServing(true);
@@ -272,7 +265,6 @@ int Main(const Args& a, int argc, char** argv) {
   SchedulerStack memory_stack(std::make_unique<jobs::MemoryJobStore>(), executor_address, root, "bench-memory");
   if (auto s = memory_stack.Start(); !s.ok()) {
     std::cerr << "memory scheduler: " << s.ToString() << "\n";
-    cleanup();
     return 1;
   }
   jobs::testing::RedisServerOptions redis_options;
@@ -281,7 +273,6 @@ int Main(const Args& a, int argc, char** argv) {
   auto redis = jobs::testing::RedisServer::Start(redis_options);
   if (!redis.ok()) {
     std::cerr << "redis-server: " << redis.status().ToString() << "\n";
-    cleanup();
     return 1;
   }
   jobs::RedisJobStoreOptions ro;
@@ -289,13 +280,11 @@ int Main(const Args& a, int argc, char** argv) {
   auto redis_store = jobs::RedisJobStore::Connect(ro);
   if (!redis_store.ok()) {
     std::cerr << "redis store: " << redis_store.status().ToString() << "\n";
-    cleanup();
     return 1;
   }
   SchedulerStack redis_stack(std::move(*redis_store), executor_address, root, "bench-redis");
   if (auto s = redis_stack.Start(); !s.ok()) {
     std::cerr << "redis scheduler: " << s.ToString() << "\n";
-    cleanup();
     return 1;
   }
 
@@ -472,7 +461,6 @@ int Main(const Args& a, int argc, char** argv) {
   }
   executor_runner.Drain(std::chrono::seconds(1));
   loader_runner.Drain(std::chrono::seconds(1));
-  cleanup();
   return failures ? 1 : 0;
 }
 

@@ -150,9 +150,8 @@ StatusOr<ShmSegment> ShmSegment::OpenOwned(const std::string& name) {
   return ShmSegment(name, static_cast<std::uint8_t*>(p), size, /*writable=*/false, fd);
 }
 
-bool ShmSegment::IsOwnedElsewhere(const Status& status) {
-  return status.code() == StatusCode::kFailedPrecondition && status.message().find(kOwnedElsewhere) != std::string::npos;
-}
+// OpenOwned reports nothing else as FailedPrecondition (ErrnoStatus never maps to it).
+bool ShmSegment::IsOwnedElsewhere(const Status& status) { return status.code() == StatusCode::kFailedPrecondition; }
 
 Status ShmSegment::UnlinkName(const std::string& name) {
   UNMASK_RETURN_IF_ERROR(ValidateName(name));
