@@ -4,10 +4,16 @@
 // Dense: W is a tensor in the compute dtype (possibly a zero-copy view into a mapped file or
 // shared segment). Quantized (int8 per channel, int4 group-wise): W stays in its packed bytes in
 // the shared segment; Apply() dequantizes it into a per-thread scratch buffer that is reused by
-// every quantized layer, so only one layer's weights exist at 16/32 bits at any time.
+// every quantized layer, so only one layer's weights exist at 16/32 bits at any time. Two ways
+// to dequantize, with the same results bit for bit:
+//   - rows (CPU): a hand-written loop over the segment's bytes, rows split across threads;
+//   - tensors (any device, what CUDA uses): the packed bytes are tensors on the device (views of
+//     a CUDA IPC allocation, or a copy of the packed bytes, still 4/8 bits per weight) and a few
+//     ATen element-wise operations dequantize one layer into the scratch buffer.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <memory>
 
@@ -23,6 +29,11 @@ class Linear {
   explicit Linear(at::Tensor weight) : weight_(std::move(weight)) {}
   // `view` must stay valid (its segment mapped) for the lifetime of the layer.
   static Linear Quantized(const weights::TensorView& view, at::ScalarType compute_dtype);
+  // The tensors path on `device`. `device_region`: the segment's data region already in that
+  // device's memory (the manifest offsets index it; it must outlive the layer), or null to copy
+  // the packed bytes (not a dequantized copy) from `view` to the device.
+  static Linear QuantizedTensors(const weights::TensorView& view, at::ScalarType compute_dtype, at::Device device,
+                                 const std::uint8_t* device_region = nullptr);
 
   at::Tensor Apply(const at::Tensor& x) const;
   // The dense weight; for a quantized layer, a freshly dequantized copy.
@@ -32,8 +43,12 @@ class Linear {
 
  private:
   struct QuantizedWeight;
+  // Dequantizes the whole layer into `out` ([rows, cols], on the layer's device).
+  static void Dequantize(const QuantizedWeight& q, const at::Tensor& out);
+  at::Device device() const;
+
   at::Tensor weight_;                                // [out, in], compute dtype
-  std::shared_ptr<const QuantizedWeight> quantized_;  // or packed bytes in a segment
+  std::shared_ptr<const QuantizedWeight> quantized_;  // or packed bytes (in a segment, or tensors)
 };
 
 }  // namespace unmask::model
