@@ -73,7 +73,7 @@ StatusOr<LoadedModel> LoadReadingEverythingFirst(const std::string& dir, const P
     }
   }
   MarkSegmentReady(segment.mutable_data());
-  return LoadedModel{std::move(segment), std::move(manifest)};
+  return LoadedModel{std::move(segment), std::move(manifest), {}};
 }
 
 int ChildLoad(const std::string& mode, const std::string& precision, const std::string& dir,

@@ -50,9 +50,21 @@ StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const Den
   return w;
 }
 
-// A tensor over `data`: a zero-copy view when it already has the compute dtype on CPU.
+// A tensor over `data`: a zero-copy view when it already has the compute dtype on CPU. With
+// `device_data` (the same bytes already in the device's memory), a view of those, converted on
+// the device when the dtype differs.
 at::Tensor TensorOver(const std::uint8_t* data, const std::vector<std::int64_t>& shape, at::ScalarType stored,
-                      at::ScalarType compute, const at::Device& device, bool& is_view) {
+                      at::ScalarType compute, const at::Device& device, bool& is_view,
+                      const std::uint8_t* device_data = nullptr) {
+  if (device_data != nullptr) {
+    at::Tensor on_device = at::from_blob(const_cast<std::uint8_t*>(device_data), shape,
+                                         at::TensorOptions().dtype(stored).device(device));
+    if (stored == compute) {
+      is_view = true;
+      return on_device;  // kept open by LladaWeights::backing (the AttachedModel)
+    }
+    return on_device.to(compute);
+  }
   at::Tensor view = at::from_blob(const_cast<std::uint8_t*>(data), shape, at::TensorOptions().dtype(stored));
   if (stored == compute && device.is_cpu()) {
     is_view = true;
@@ -93,6 +105,10 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
   UNMASK_ASSIGN_OR_RETURN(at::Device device, ParseDevice(options.device));
   const at::ScalarType compute = ToScalarType(options.precision);
   bool any_view = false;
+  // The loader's copy of the data region on this GPU (CUDA IPC), when the executor opened one.
+  const std::uint8_t* region =
+      device.is_cuda() ? segment->device_region(device.has_index() ? device.index() : 0) : nullptr;
+  auto on_device = [&](std::uint64_t offset) { return region == nullptr ? nullptr : region + offset; };
   auto check_shape = [&](const weights::TensorView& v, const std::string& name) -> Status {
     for (const auto& expected : checkpoint::ExpectedTensors(config)) {
       if (expected.name == name && expected.shape != v.shape())
@@ -106,7 +122,8 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
     UNMASK_RETURN_IF_ERROR(check_shape(v, name));
     if (v.entry->quantized())
       return UnimplementedError("tensor '" + name + "' is quantized; only linear layers may be");
-    return TensorOver(v.data, v.shape(), StoredScalarType(v.dtype()), compute, device, any_view);
+    return TensorOver(v.data, v.shape(), StoredScalarType(v.dtype()), compute, device, any_view,
+                      on_device(v.entry->offset));
   };
   LinearReader linear = [&](const std::string& name) -> StatusOr<Linear> {
     UNMASK_ASSIGN_OR_RETURN(weights::TensorView v, segment->Find(name));
@@ -115,8 +132,10 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
       UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name));
       return Linear(t);
     }
-    if (!device.is_cpu()) return UnimplementedError("quantized weights on " + device.str() + " are not implemented yet");
     any_view = true;
+    // On a GPU the packed bytes live there (views of the loader's allocation, or a copy of the
+    // packed bytes) and each layer is dequantized there when it runs.
+    if (!device.is_cpu()) return Linear::QuantizedTensors(v, compute, device, region);
     return Linear::Quantized(v, compute);
   };
   try {

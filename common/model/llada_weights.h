@@ -42,7 +42,9 @@ StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
 
 // Builds the weights over a segment the loader holds: 16/32-bit tensors are zero-copy views into
 // the shared memory when their dtype is the compute dtype on CPU (converted copies otherwise),
-// quantized linear layers run from their packed bytes (see Linear).
+// quantized linear layers run from their packed bytes (see Linear). On a GPU whose copy of the
+// data region the AttachedModel holds (CUDA IPC), tensors are views of that copy instead (or
+// converted on the device); without one, they are copied to the device (quantized ones packed).
 StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig& config,
                                                    std::shared_ptr<const weights::AttachedModel> segment,
                                                    const ModelOptions& options);

@@ -115,6 +115,18 @@ StatusOr<int> DeviceCount() {
 #endif
 }
 
+StatusOr<DeviceMemory> MemoryInfo(int device) {
+#if UNMASK_CUDA_IPC
+  const std::string what = "cuda:" + std::to_string(device);
+  UNMASK_CUDA_RETURN_IF_ERROR(cudaSetDevice(device), what);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  UNMASK_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), what);
+  return DeviceMemory{free_bytes, total_bytes};
+#else
+  return NotCompiledIn("the memory of cuda:" + std::to_string(device));
+#endif
+}
+
 // ---- DeviceExport ----
 
 StatusOr<DeviceExport> DeviceExport::FromHost(int device, const std::uint8_t* data, std::size_t bytes,

@@ -28,6 +28,13 @@ bool CompiledIn();
 // naming it. Unimplemented when not compiled in.
 StatusOr<int> DeviceCount();
 
+// cudaMemGetInfo on `device`: what the loader may still place there.
+struct DeviceMemory {
+  std::uint64_t free_bytes = 0;
+  std::uint64_t total_bytes = 0;
+};
+StatusOr<DeviceMemory> MemoryInfo(int device);
+
 inline constexpr std::size_t kIpcHandleBytes = 64;  // sizeof(cudaIpcMemHandle_t)
 
 // What an importer needs: the device, the allocation's size and the exported handle.

@@ -199,6 +199,12 @@ ModelInfo ModelRegistry::InfoLocked(const std::string& id, const Entry& e) const
   if (e.model) {
     info.segment_name = e.model->segment.name();
     info.resident_bytes = e.model->segment.size();
+    const DeviceCopy& copy = e.model->device_copy;
+    if (!copy.handle.empty()) {
+      info.device = copy.device;
+      info.device_handle = copy.handle;
+      info.device_bytes = copy.bytes;
+    }
   }
   return info;
 }

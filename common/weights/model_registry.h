@@ -37,6 +37,9 @@ struct ModelInfo {
   PrecisionSpec precision;
   std::string segment_name;            // once ready
   std::uint64_t resident_bytes = 0;    // segment size once ready
+  std::string device = "cpu";          // where executors find the weights: "cpu" or "cuda:N"
+  std::string device_handle;           // CUDA IPC descriptor of the device copy, when device is cuda
+  std::uint64_t device_bytes = 0;      // bytes of the device copy
   std::vector<std::string> executors;  // attached, sorted
   int waiters = 0;                     // GetOrLoad callers that joined the in-flight load (0 once it finished)
   Status error;                        // when failed

@@ -115,7 +115,7 @@ StatusOr<LoadedModel> LoadIntoSegment(const Checkpoint& ckpt, const LladaConfig&
   MarkSegmentReady(base);
   UNMASK_RETURN_IF_ERROR(report(LoadPhase::kDone));
   guard.Release();
-  return LoadedModel{std::move(segment), std::move(manifest)};
+  return LoadedModel{std::move(segment), std::move(manifest), {}};
 }
 
 StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const PrecisionSpec& spec, const std::string& model_id,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "common/checkpoint/checkpoint.h"
@@ -46,10 +47,21 @@ struct LoadOptions {
   bool drop_source_pages = true;
 };
 
+// The data region of a loaded model copied into GPU memory and exported for other processes
+// (CUDA IPC), when the loader serves executors on a GPU. `memory` owns the allocation: it is
+// freed when the last holder of the model lets go.
+struct DeviceCopy {
+  std::string device;  // "cuda:N"
+  std::string handle;  // what an executor opens (cuda::IpcDescriptor text)
+  std::uint64_t bytes = 0;
+  std::shared_ptr<void> memory;
+};
+
 // The writer's handle on a loaded model: the segment (mapped read-write) and its manifest.
 struct LoadedModel {
   ShmSegment segment;
   Manifest manifest;
+  DeviceCopy device_copy;  // empty (no handle) on CPU
 };
 
 // Loads `ckpt` into a new segment. Errors from validation are the checkpoint's own messages

@@ -141,7 +141,7 @@ LeftoverScan ScanLeftoverSegments(const LeftoverScanOptions& options) {
     c.mtime_ns = mtime_ns;
     c.adopted.precision = *precision;
     const std::string model_id = manifest->model_id;
-    c.adopted.model = std::make_shared<LoadedModel>(LoadedModel{std::move(*segment), std::move(*manifest)});
+    c.adopted.model = std::make_shared<LoadedModel>(LoadedModel{std::move(*segment), std::move(*manifest), {}});
     auto it = best.find(model_id);
     if (it == best.end()) {
       best.emplace(model_id, std::move(c));

@@ -28,4 +28,18 @@ StatusOr<TensorView> AttachedModel::Find(const std::string& name) const {
   return MakeTensorView(manifest_.tensors[it->second], data_region());
 }
 
+Status AttachedModel::SetDeviceRegion(int cuda_device, const std::uint8_t* base, std::uint64_t bytes,
+                                      std::string handle, std::shared_ptr<const void> owner) {
+  if (base == nullptr || bytes < manifest_.totals.data_bytes) {
+    return InvalidArgumentError("segment '" + segment_.name() + "': the device copy on cuda:" +
+                                std::to_string(cuda_device) + " has " + std::to_string(bytes) +
+                                " bytes, the data region " + std::to_string(manifest_.totals.data_bytes));
+  }
+  device_base_ = base;
+  device_index_ = cuda_device;
+  device_handle_ = std::move(handle);
+  device_owner_ = std::move(owner);
+  return OkStatus();
+}
+
 }  // namespace unmask::weights

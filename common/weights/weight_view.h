@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "common/util/status.h"
@@ -29,9 +30,25 @@ class AttachedModel {
   // NotFound naming the tensor and the segment when absent.
   StatusOr<TensorView> Find(const std::string& name) const;
 
+  // The same data region in GPU memory (the loader's CUDA IPC allocation, opened by this
+  // process), for a model computed on that GPU; `owner` keeps it open. Set before sharing the
+  // AttachedModel. InvalidArgument when `bytes` is smaller than the manifest's data region.
+  Status SetDeviceRegion(int cuda_device, const std::uint8_t* base, std::uint64_t bytes, std::string handle,
+                         std::shared_ptr<const void> owner);
+  // The data region on cuda:`cuda_device`, or null when this process has no copy there.
+  const std::uint8_t* device_region(int cuda_device) const {
+    return device_base_ != nullptr && cuda_device == device_index_ ? device_base_ : nullptr;
+  }
+  // The descriptor the device region was opened from ("" when none).
+  const std::string& device_handle() const { return device_handle_; }
+
  private:
   ShmSegment segment_;
   Manifest manifest_;
+  const std::uint8_t* device_base_ = nullptr;
+  int device_index_ = -1;
+  std::string device_handle_;
+  std::shared_ptr<const void> device_owner_;
   std::map<std::string, std::size_t> index_;
 };
 

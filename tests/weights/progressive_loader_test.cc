@@ -76,6 +76,23 @@ TEST_F(ProgressiveLoaderTest, Bf16IsByteIdenticalToTheSource) {
   EXPECT_EQ(model.Find("model.transformer.nope").status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(ProgressiveLoaderTest, ADeviceRegionMustHoldTheWholeDataRegion) {
+  AttachedModel model = LoadAndAttach("int8");
+  const std::uint64_t need = model.manifest().totals.data_bytes;
+  EXPECT_EQ(model.device_region(0), nullptr);
+  // Any address will do for the bookkeeping; a GPU test maps a real one (shared_gpu_weights_test).
+  const auto* base = reinterpret_cast<const std::uint8_t*>(std::uintptr_t{1} << 40);
+  Status small = model.SetDeviceRegion(0, base, need - 1, "cuda-ipc:v1:0:1:00", nullptr);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(small.message().find(std::to_string(need)), std::string::npos) << small.ToString();
+  EXPECT_EQ(model.device_region(0), nullptr);
+  ASSERT_TRUE(model.SetDeviceRegion(1, base, need, "handle", nullptr).ok());
+  EXPECT_EQ(model.device_region(1), base);
+  EXPECT_EQ(model.device_region(0), nullptr);  // only on the device it was opened on
+  EXPECT_EQ(model.device_handle(), "handle");
+}
+
 TEST_F(ProgressiveLoaderTest, Fp32AndFp16HoldTheConvertedSourceValues) {
   for (const char* spec : {"fp32", "fp16"}) {
     AttachedModel model = LoadAndAttach(spec);
