@@ -1,6 +1,9 @@
 #include "services/executor/loader_client.h"
 
+#include <cstdlib>
+
 #include "common/telemetry/grpc_tracing.h"
+#include "common/weights/cuda_ipc.h"
 #include "services/common/grpc_status.h"
 
 namespace unmask::executor {
@@ -48,6 +51,23 @@ Status TryAttach(v1::Loader::Stub& stub, const std::string& model_id,
   return OkStatus();
 }
 
+// The CUDA device index of "cuda" / "cuda:N", or -1 for anything else (CPU).
+int CudaIndex(const std::string& device) {
+  if (device.rfind("cuda", 0) != 0) return -1;
+  return device.size() > 5 && device[4] == ':' ? std::atoi(device.c_str() + 5) : 0;
+}
+
+// Opens the loader's GPU copy of the data region into `model`; the reason when it cannot.
+Status OpenDeviceCopy(weights::AttachedModel& model, const std::string& handle, int cuda_index) {
+  UNMASK_ASSIGN_OR_RETURN(weights::cuda::IpcDescriptor descriptor, weights::cuda::IpcDescriptor::Parse(handle));
+  if (descriptor.device != cuda_index)
+    return FailedPreconditionError("the loader holds the model on cuda:" + std::to_string(descriptor.device) +
+                                   ", this executor computes on cuda:" + std::to_string(cuda_index));
+  UNMASK_ASSIGN_OR_RETURN(weights::cuda::DeviceImport opened, weights::cuda::DeviceImport::Open(descriptor));
+  auto owner = std::make_shared<weights::cuda::DeviceImport>(std::move(opened));
+  return model.SetDeviceRegion(cuda_index, owner->device_ptr(), owner->size(), handle, owner);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& loader_address,
@@ -55,7 +75,8 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& l
                                                              const std::string& executor_id,
                                                              std::chrono::seconds timeout,
                                                              const telemetry::Tracer& tracer,
-                                                             std::shared_ptr<const weights::AttachedModel> current) {
+                                                             std::shared_ptr<const weights::AttachedModel> current,
+                                                             const std::string& device) {
   std::unique_ptr<LoaderLease> lease(new LoaderLease());
   telemetry::Span span = tracer.StartSpan("executor.attach");
   span.SetAttribute("model_id", model_id);
@@ -81,10 +102,15 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& l
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  const int cuda_index = CudaIndex(device);
+  const bool wants_device_copy = cuda_index >= 0 && !first.device_handle().empty();
   // The same name and the same manifest: the very segment already mapped (names carry a random
-  // part, so a new segment never takes the name of one still mapped by chance).
+  // part, so a new segment never takes the name of one still mapped by chance). On a GPU, also
+  // the same device allocation: a restarted loader exports a new one.
   if (current && current->segment().name() == first.segment_name() &&
-      current->manifest().ToJson() == first.manifest_json()) {
+      current->manifest().ToJson() == first.manifest_json() &&
+      (!wants_device_copy || current->device_handle() == first.device_handle())) {
+    if (wants_device_copy && !current->device_handle().empty()) lease->device_sharing_ = "cuda-ipc";
     lease->model_ = std::move(current);
     lease->same_weights_ = true;
     span.SetAttribute("same_weights", true);
@@ -94,6 +120,13 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& l
       span.SetError(attached.status().ToString());
       return attached.status();
     }
+    if (wants_device_copy) {
+      Status opened = OpenDeviceCopy(*attached, first.device_handle(), cuda_index);
+      lease->device_sharing_ = opened.ok() ? "cuda-ipc" : "copy: " + opened.ToString();
+    } else if (cuda_index >= 0) {
+      lease->device_sharing_ = "copy: the loader holds no GPU copy (started without --device cuda:N)";
+    }
+    span.SetAttribute("device_sharing", lease->device_sharing_);
     lease->model_ = std::make_shared<weights::AttachedModel>(std::move(*attached));
   }
   span.SetAttribute("precision", first.model().precision());

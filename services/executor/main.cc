@@ -36,6 +36,17 @@ StatusOr<unmask::model::ModelOptions> ModelOptionsFrom(const Flags& f) {
   return mopts;
 }
 
+// On a GPU, says whether the model computes from the loader's GPU copy or copies the weights.
+void LogDeviceSharing(const Flags& f, const unmask::executor::LoaderLease& lease) {
+  if (f.options.device.rfind("cuda", 0) != 0) return;
+  const std::string& how = lease.device_sharing();
+  namespace telemetry = unmask::telemetry;
+  telemetry::Log(how == "cuda-ipc" ? telemetry::LogLevel::kInfo : telemetry::LogLevel::kWarn, {}, {},
+                 how == "cuda-ipc" ? "computing from the loader's GPU copy of the weights"
+                                   : "copying the weights to the GPU",
+                 {{"model_id", f.model}, {"device", f.options.device}, {"sharing", how}});
+}
+
 StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
     const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
   UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));
@@ -46,7 +57,8 @@ StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
   UNMASK_ASSIGN_OR_RETURN(lease, unmask::executor::LoaderLease::Acquire(f.loader, f.model, f.load_precision,
                                                                         f.options.executor_id,
                                                                         std::chrono::seconds(f.attach_timeout_seconds),
-                                                                        tracer));
+                                                                        tracer, nullptr, f.options.device));
+  LogDeviceSharing(f, *lease);
   UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(lease->model(), mopts));
   return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
 }
@@ -58,7 +70,9 @@ StatusOr<std::shared_ptr<const unmask::model::LladaModel>> Reattach(
     const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
   UNMASK_ASSIGN_OR_RETURN(auto next, unmask::executor::LoaderLease::Acquire(
                                          f.loader, f.model, f.load_precision, f.options.executor_id,
-                                         std::chrono::seconds(f.attach_timeout_seconds), tracer, lease->model()));
+                                         std::chrono::seconds(f.attach_timeout_seconds), tracer, lease->model(),
+                                         f.options.device));
+  LogDeviceSharing(f, *next);
   std::shared_ptr<const unmask::model::LladaModel> built;
   if (!next->same_weights()) {
     UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));

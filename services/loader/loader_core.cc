@@ -42,13 +42,32 @@ LoaderCore::LoaderCore(LoaderOptions options, LoadHooks hooks)
       hooks_(std::move(hooks)),
       registry_([this](const std::string& model_id, const weights::PrecisionSpec& spec) {
         auto board = BoardFor(model_id);
-        auto load = weights::DirectoryModelLoader(options_.model_roots, [this, board, model_id](const weights::LoadProgress& p) {
+        auto report = [this, board, model_id](const weights::LoadProgress& p) {
           board->Update(p);
           if (hooks_.on_progress) hooks_.on_progress(model_id, p);
+        };
+        // With a GPU, "done" waits until the data region is there too (publishing, again).
+        weights::LoadProgress last;
+        auto load = weights::DirectoryModelLoader(options_.model_roots, [&](const weights::LoadProgress& p) {
+          last = p;
+          if (!(options_.device.cuda && p.phase == weights::LoadPhase::kDone)) report(p);
           return true;
         });
         const auto start = std::chrono::steady_clock::now();
         auto loaded = load(model_id, spec);
+        if (loaded.ok() && options_.device.cuda) {
+          last.phase = weights::LoadPhase::kPublishing;
+          last.current_tensor = "(data region to " + options_.device.ToString() + ")";
+          report(last);
+          if (Status s = PublishToDevice(options_.device, **loaded); !s.ok()) {
+            (void)(*loaded)->segment.Unlink();
+            loaded = s;
+          } else {
+            last.phase = weights::LoadPhase::kDone;
+            last.current_tensor.clear();
+            report(last);
+          }
+        }
         if (hooks_.on_done) {
           hooks_.on_done(model_id, loaded.ok() ? OkStatus() : loaded.status(),
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -111,7 +130,8 @@ weights::LeftoverScan LoaderCore::AdoptLeftoverSegments(bool adopt) {
   for (auto& a : scan.adopted) {
     const std::string model_id = a.model->manifest.model_id;
     const std::string name = a.model->segment.name();
-    Status s = registry_.Adopt(model_id, a.precision, a.model);
+    Status s = PublishToDevice(options_.device, *a.model);
+    if (s.ok()) s = registry_.Adopt(model_id, a.precision, a.model);
     if (s.ok()) {
       adopted.push_back(std::move(a));
       continue;

@@ -17,6 +17,7 @@
 #include "common/weights/model_registry.h"
 #include "common/weights/progressive_loader.h"
 #include "common/weights/segment_adoption.h"
+#include "services/loader/loader_device.h"
 
 namespace unmask::loader {
 
@@ -26,6 +27,8 @@ struct LoaderOptions {
   // Where AdoptLeftoverSegments looks, and for which file names (tests narrow the prefix).
   std::string shm_dir = "/dev/shm";
   std::string segment_prefix = "unmask-";
+  // cpu, or cuda:N to also hold every model on that GPU for CUDA IPC (see loader_device.h).
+  LoaderDevice device;
 };
 
 // Seams for metrics (the core stays free of gRPC and of the telemetry library). Both are called
@@ -81,7 +84,7 @@ class LoaderCore {
   struct Attachment {
     std::string segment_name;
     std::string manifest_json;
-    weights::ModelInfo model;
+    weights::ModelInfo model;  // its device_handle: the GPU copy to open, when there is one
   };
   StatusOr<Attachment> Attach(const std::string& model_id, const std::string& executor_id);
   Status Detach(const std::string& model_id, const std::string& executor_id);
@@ -96,6 +99,7 @@ class LoaderCore {
   weights::LeftoverScan AdoptLeftoverSegments(bool adopt);
 
   StatusOr<weights::PrecisionSpec> ResolvePrecision(const std::string& precision) const;
+  const LoaderDevice& device() const { return options_.device; }
 
  private:
   std::shared_ptr<LoadBoard> BoardFor(const std::string& model_id);

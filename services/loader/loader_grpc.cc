@@ -53,6 +53,8 @@ void ToProto(const weights::ModelInfo& info, v1::ModelInfo* out) {
   out->set_resident_bytes(info.resident_bytes);
   for (const auto& e : info.executors) out->add_executors(e);
   out->set_segment_name(info.segment_name);
+  out->set_device(info.device);
+  out->set_device_bytes(info.device_bytes);
   if (!info.error.ok()) out->set_error(info.error.ToString());
 }
 
@@ -113,6 +115,13 @@ grpc::Status LoaderGrpcService::ListModels(grpc::ServerContext* ctx, const v1::L
       resp->set_budget_bytes(budget->available_bytes());
       resp->set_budget_source(budget->source());
     }
+    if (core_.device().cuda) {
+      auto device_budget = DeviceBudgetFor(core_.device());
+      if (device_budget.ok()) {
+        resp->set_device_budget_bytes(device_budget->available_bytes());
+        resp->set_device_budget_source(device_budget->source());
+      }
+    }
     call.span().SetAttribute("models", resp->models_size());
     UpdateMemoryMetrics();
     return OkStatus();
@@ -130,6 +139,7 @@ grpc::Status LoaderGrpcService::AttachModel(grpc::ServerContext* ctx, const v1::
     attached.set_kind(v1::AttachEvent::ATTACHED);
     attached.set_segment_name(attachment.segment_name);
     attached.set_manifest_json(attachment.manifest_json);
+    attached.set_device_handle(attachment.model.device_handle);
     ToProto(attachment.model, attached.mutable_model());
     if (!writer->Write(attached)) {
       (void)core_.Detach(req->model_id(), req->executor_id());

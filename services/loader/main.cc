@@ -41,11 +41,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> preload;
   int drain_seconds = 30;
   bool adopt_segments = true, keep_segments = false;
+  std::string device = "cpu";
   CLI::App app{"unmask-loader: streams checkpoints into shared memory for executors"};
   app.add_option("--listen", listen, "gRPC listen address (port 0 picks one)")->capture_default_str();
   app.add_option("--model-root", options.model_roots, "Directory holding model directories (repeatable)")->required();
   app.add_option("--preload", preload, "MODEL_ID[:precision] to load at start (repeatable)");
   app.add_option("--default-precision", options.default_precision, "bf16, fp16, fp32, int8, int4[:gN][:sym]")
+      ->capture_default_str();
+  app.add_option("--device", device,
+                 "cpu, or cuda[:N]: also hold every model's weights on that GPU, exported with CUDA IPC, so that "
+                 "executors on it compute from one copy (the shm segment stays for CPU executors)")
       ->capture_default_str();
   app.add_option("--drain-timeout-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM")
       ->capture_default_str();
@@ -68,6 +73,16 @@ int main(int argc, char** argv) {
   if (auto spec = unmask::weights::PrecisionSpec::Parse(options.default_precision); !spec.ok()) {
     std::cerr << "unmask-loader: --default-precision: " << spec.status().message() << "\n";
     return 2;
+  }
+  if (auto parsed = unmask::loader::ParseLoaderDevice(device); !parsed.ok()) {
+    std::cerr << "unmask-loader: --device: " << parsed.status().message() << "\n";
+    return 2;
+  } else {
+    options.device = *parsed;
+  }
+  if (auto usable = unmask::loader::CheckDeviceUsable(options.device); !usable.ok()) {
+    std::cerr << "unmask-loader: --device: " << usable.message() << "\n";
+    return 1;
   }
   auto started = telemetry::Telemetry::Start(tel);
   if (!started.ok()) {

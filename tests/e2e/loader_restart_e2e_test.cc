@@ -1,7 +1,8 @@
 // End to end with the real binaries: weights outlive a loader restart. A loader that is killed
 // (or stopped with --keep-segments-on-exit) leaves its segment in /dev/shm; the next loader on
 // the same model roots adopts it without reading the checkpoint, and the executor re-attaches
-// to the same weights without rebuilding its model.
+// to the same weights without rebuilding its model. Also what the loader binary does at start
+// with a --device it cannot use.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -183,6 +184,23 @@ TEST(LoaderRestartEndToEndTest, KeptSegmentsAreRemovedByALoaderWithAdoptionOff) 
   EXPECT_THAT(removed, HasSubstr("adoption is off"));
   EXPECT_FALSE(ShmExists(segment));
   EXPECT_EQ(ListModels(port2).models_size(), 0);
+}
+
+TEST(LoaderBinaryTest, ADeviceItCannotUseStopsItAtStartNamingTheDevice) {
+  TempDir root;
+  {
+    // Not a device name: a usage error (exit 2).
+    auto loader = StartLoader(root.path(), FreePort(), {"--device", "gpu0"});
+    EXPECT_EQ(loader->Wait(), 2);
+    EXPECT_THAT(loader->output(), HasSubstr("--device: device 'gpu0': expected cpu, cuda or cuda:N"));
+  }
+  {
+    // A GPU no machine has (or no GPU at all): refused before serving (exit 1), naming it.
+    auto loader = StartLoader(root.path(), FreePort(), {"--device", "cuda:999"});
+    EXPECT_EQ(loader->Wait(), 1);
+    EXPECT_THAT(loader->output(), HasSubstr("device cuda:999"));
+    EXPECT_THAT(loader->output(), Not(HasSubstr("listening")));
+  }
 }
 
 }  // namespace

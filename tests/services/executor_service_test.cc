@@ -162,6 +162,18 @@ TEST_F(ExecutorServiceTest, RunStreamsTheGoldenStepsAndOutput) {
   }
 }
 
+TEST_F(ExecutorServiceTest, TheLeaseSaysHowWeightsReachTheDevice) {
+  EXPECT_EQ(lease_->device_sharing(), "shm");  // a CPU executor maps the segment
+  // An executor on a GPU attached to a loader without a GPU copy: it must copy, and says why.
+  auto gpu = LoaderLease::Acquire("127.0.0.1:" + std::to_string(loader_runner_->port()), "tiny-llada", "bf16",
+                                  "executor-gpu-test", std::chrono::seconds(10), telemetry::Tracer::Disabled(), nullptr,
+                                  "cuda:0");
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  EXPECT_THAT((*gpu)->device_sharing(), ::testing::StartsWith("copy: "));
+  EXPECT_THAT((*gpu)->device_sharing(), ::testing::HasSubstr("--device cuda:N"));
+  EXPECT_EQ((*gpu)->model()->device_region(0), nullptr);
+}
+
 TEST_F(ExecutorServiceTest, CancellingTheCallStopsTheJob) {
   grpc::ClientContext ctx;
   auto reader = stub_->Run(&ctx, Request({1, 2, 3}, 64, 64, 64));

@@ -146,6 +146,11 @@ TEST_F(LoaderServiceTest, LoadsWithProgressAndListsTheModel) {
   EXPECT_EQ(list.models(0).model_id(), "tiny-llada");
   EXPECT_GT(list.budget_bytes(), 0u);
   EXPECT_EQ(list.resident_bytes(), last.model().resident_bytes());
+  // A CPU loader: no GPU copy, no GPU budget.
+  EXPECT_EQ(list.models(0).device(), "cpu");
+  EXPECT_EQ(list.models(0).device_bytes(), 0u);
+  EXPECT_EQ(list.device_budget_bytes(), 0u);
+  EXPECT_EQ(list.device_budget_source(), "");
 
   // Loading again is idempotent; another precision is refused while loaded.
   seen.clear();
