@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
      << (!temp ? "), weights from " + a.model : std::string("), random weights"))
      << ". \"forwards\" = denoising steps run (model calls); \"agreement\" = fraction of the "
      << a.gen_length << " generated positions holding the reference's token.\n\n";
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof(line), "**%s** (mean top-1 probability at the first step: %.2g).\n\n",
                 !temp ? "Model as loaded" : "Random weights",
                 MeanTopProbability(m, prompts.ids[0], a.gen_length, p.mask_id));
