@@ -136,6 +136,14 @@ Status ModelRegistry::Detach(const std::string& model_id, const std::string& exe
   return OkStatus();
 }
 
+void ModelRegistry::ReleaseRevoked(const std::string& model_id, const std::string& executor_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(model_id);
+  if (it == models_.end() || it->second.state != ModelState::kUnloading) return;
+  it->second.executors.erase(executor_id);
+  if (it->second.executors.empty()) models_.erase(it);
+}
+
 std::vector<std::string> ModelRegistry::DetachExecutor(const std::string& executor_id) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> detached;

@@ -73,6 +73,10 @@ class ModelRegistry {
   // per executor; Detach of an executor that is not attached is NotFound.
   Status Attach(const std::string& model_id, const std::string& executor_id);
   Status Detach(const std::string& model_id, const std::string& executor_id);
+  // Detaches an executor whose attachment a forced unload revoked, once it let go of the
+  // weights: only from the model while it is still unloading, so that an attachment to the
+  // model loaded again under the same id is kept. The last one out frees the model.
+  void ReleaseRevoked(const std::string& model_id, const std::string& executor_id);
   // Detaches an executor (that went away) from every model; returns those model ids.
   std::vector<std::string> DetachExecutor(const std::string& executor_id);
 

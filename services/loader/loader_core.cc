@@ -174,6 +174,10 @@ Status LoaderCore::Detach(const std::string& model_id, const std::string& execut
   return registry_.Detach(model_id, executor_id);
 }
 
+void LoaderCore::ReleaseRevoked(const std::string& model_id, const std::string& executor_id) {
+  registry_.ReleaseRevoked(model_id, executor_id);
+}
+
 bool LoaderCore::WaitRevoked(const std::string& model_id, const std::string& executor_id,
                              const std::function<bool()>& stop) {
   std::unique_lock<std::mutex> lock(mu_);

@@ -90,6 +90,9 @@ class LoaderCore {
   Status Detach(const std::string& model_id, const std::string& executor_id);
   // Blocks until the attachment is revoked by a forced unload (true) or stop() says so (false).
   bool WaitRevoked(const std::string& model_id, const std::string& executor_id, const std::function<bool()>& stop);
+  // A revoked executor let go of the weights (it closed its lease): the model is freed when it
+  // was the last. A model loaded again under the same id keeps the executor's new attachment.
+  void ReleaseRevoked(const std::string& model_id, const std::string& executor_id);
 
   // Finds the complete segments a previous loader of these model roots left behind (killed,
   // crashed, or stopped with --keep-segments-on-exit) and serves them as ready models, with no

@@ -1,5 +1,8 @@
 #include "services/loader/loader_grpc.h"
 
+#include <chrono>
+#include <thread>
+
 #include "common/weights/device_budget.h"
 #include "services/common/grpc_status.h"
 #include "services/loader/load_trace.h"
@@ -146,14 +149,19 @@ grpc::Status LoaderGrpcService::AttachModel(grpc::ServerContext* ctx, const v1::
       return CancelledError("the executor went away before it was attached");
     }
     call.span().AddEvent("attached", {{"segment", attachment.segment_name}});
-    // The stream is the lease: it ends when the executor cancels (or dies), or when a forced
-    // unload revokes the attachment.
+    // The stream is the lease: it ends when the executor cancels (or dies). A forced unload
+    // revokes it: REVOKED, then the executor closes the stream once it let go of the weights.
     const bool revoked = core_.WaitRevoked(req->model_id(), req->executor_id(), [&] { return ctx->IsCancelled(); });
     if (revoked) {
+      // The executor may still be computing from the weights (on a GPU, from the exported
+      // allocation): the model is freed only once it closes the lease, after letting go.
       call.span().AddEvent("revoked");
       v1::AttachEvent ev;
       ev.set_kind(v1::AttachEvent::REVOKED);
       writer->Write(ev);
+      while (!ctx->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      core_.ReleaseRevoked(req->model_id(), req->executor_id());
+      call.span().AddEvent("released");
       return OkStatus();
     }
     (void)core_.Detach(req->model_id(), req->executor_id());  // may already be detached explicitly

@@ -1,10 +1,12 @@
 // A second process for the loader tests: attaches to a model over gRPC, maps its segment
 // read-only and prints a checksum of one tensor; then waits for the attachment to end and
-// prints how it ended ("revoked" or "closed").
+// prints how it ended ("revoked" or "closed"). Revoked, it keeps the weights mapped and the
+// lease open until its standard input closes, like an executor finishing its running jobs.
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
 #include <iostream>
+#include <string>
 
 #include "common/weights/weight_view.h"
 #include "unmask/v1/loader.grpc.pb.h"
@@ -41,6 +43,10 @@ int main(int argc, char** argv) {
   while (reader->Read(&ev)) {
     if (ev.kind() == unmask::v1::AttachEvent::REVOKED) {
       std::cout << "revoked" << std::endl;
+      std::string line;
+      while (std::getline(std::cin, line)) {
+      }
+      ctx.TryCancel();
       return 0;
     }
   }

@@ -37,12 +37,15 @@ std::uint64_t Fnv1a(const std::string& bytes) {
 class Probe {
  public:
   explicit Probe(const std::vector<std::string>& args) {
-    int fds[2];
+    int fds[2], in[2];
     EXPECT_EQ(::pipe(fds), 0);
+    EXPECT_EQ(::pipe(in), 0);
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(fds[1], 1);
+      ::dup2(in[0], 0);
       ::close(fds[0]);
+      ::close(in[1]);
       std::vector<char*> argv;
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
@@ -50,7 +53,14 @@ class Probe {
       ::_exit(127);
     }
     ::close(fds[1]);
+    ::close(in[0]);
+    in_ = in[1];
     out_ = ::fdopen(fds[0], "r");
+  }
+  // Closes the probe's standard input: a revoked probe then lets go of the weights and exits.
+  void CloseInput() {
+    if (in_ >= 0) ::close(in_);
+    in_ = -1;
   }
   ~Probe() {
     if (pid_ > 0) {
@@ -58,6 +68,7 @@ class Probe {
       ::waitpid(pid_, nullptr, 0);
     }
     if (out_) std::fclose(out_);
+    CloseInput();
   }
   std::string ReadLine() {
     char buf[1024];
@@ -75,6 +86,7 @@ class Probe {
 
  private:
   pid_t pid_ = -1;
+  int in_ = -1;
   FILE* out_ = nullptr;
 };
 
@@ -198,8 +210,17 @@ TEST_F(LoaderServiceTest, SecondProcessAttachesAndSeesTheSameBytes) {
   ASSERT_TRUE(stub_->UnloadModel(&c2, unload, &resp).ok());
   ASSERT_EQ(resp.notified_executors_size(), 1);
   EXPECT_EQ(resp.notified_executors(0), "executor-1");
+  // Until the executor lets go, the model stays (unloading, still listing it); once it closed
+  // its lease, the model is freed.
   EXPECT_EQ(probe.ReadLine(), "revoked");
+  ASSERT_EQ(core_->List().size(), 1u);
+  EXPECT_EQ(core_->List()[0].state, weights::ModelState::kUnloading);
+  EXPECT_GT(core_->resident_bytes(), 0u);
+  probe.CloseInput();
   EXPECT_EQ(probe.Wait(), 0);
+  for (int i = 0; i < 100 && !core_->List().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(core_->List().empty());
+  EXPECT_EQ(core_->resident_bytes(), 0u);
 }
 
 TEST_F(LoaderServiceTest, AnExecutorThatDiesIsDetached) {

@@ -183,6 +183,29 @@ TEST_F(ModelRegistryTest, UnloadIsRefusedWhileAttachedUnlessForced) {
   EXPECT_EQ(registry.resident_bytes(), 0u);
 }
 
+TEST_F(ModelRegistryTest, ARevokedExecutorReleasesOnlyTheUnloadingModel) {
+  ModelRegistry registry([](const std::string& id, const PrecisionSpec&) { return FakeModel(id); });
+  ASSERT_TRUE(registry.GetOrLoad("m", kBf16).ok());
+  ASSERT_TRUE(registry.Attach("m", "exec-a").ok());
+  ASSERT_TRUE(registry.Attach("m", "exec-b").ok());
+  ASSERT_TRUE(registry.Unload("m", true).ok());
+
+  registry.ReleaseRevoked("m", "exec-a");
+  EXPECT_EQ(registry.Get("m")->executors, (std::vector<std::string>{"exec-b"})) << "still held by exec-b";
+  registry.ReleaseRevoked("m", "exec-b");
+  EXPECT_EQ(registry.Get("m").status().code(), StatusCode::kNotFound) << "the last one out frees it";
+  EXPECT_EQ(registry.resident_bytes(), 0u);
+
+  // Loaded again and attached again by the same executor: a late release of the old
+  // attachment must not detach the new one.
+  ASSERT_TRUE(registry.GetOrLoad("m", kBf16).ok());
+  ASSERT_TRUE(registry.Attach("m", "exec-a").ok());
+  registry.ReleaseRevoked("m", "exec-a");
+  EXPECT_EQ(registry.Get("m")->executors, (std::vector<std::string>{"exec-a"}));
+  registry.ReleaseRevoked("unknown", "exec-a");  // nothing to release: no effect, no error
+  ASSERT_TRUE(registry.Unload("m", /*force=*/true).ok());
+}
+
 TEST_F(ModelRegistryTest, DetachExecutorLeavesEveryModel) {
   ModelRegistry registry([](const std::string& id, const PrecisionSpec&) { return FakeModel(id); });
   ASSERT_TRUE(registry.GetOrLoad("a", kBf16).ok());
