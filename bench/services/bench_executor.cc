@@ -362,8 +362,8 @@ int ChildMain(const Args& a) {
   std::unique_ptr<executor::LoaderLease> lease;
   StatusOr<std::unique_ptr<model::LladaModel>> m = InternalError("no mode");
   if (a.child == "attach") {
-    auto acquired = executor::LoaderLease::Acquire(a.loader, a.model_id, a.load_precision, a.executor_id,
-                                                   std::chrono::seconds(120));
+    auto acquired = executor::LoaderLease::Acquire(
+        executor::AttachOptions{a.loader, a.model_id, a.load_precision, a.executor_id, std::chrono::seconds(120)});
     if (!acquired.ok()) {
       std::cerr << "child: " << acquired.status().ToString() << "\n";
       return 1;

@@ -230,8 +230,8 @@ int Main(const Args& a, int argc, char** argv) {
     loader::LoaderCore& core;
     ~UnloadAtExit() { (void)core.Unload(kModel, /*force=*/true); }
   } unload_at_exit{loader_core};
-  auto lease = executor::LoaderLease::Acquire("127.0.0.1:" + std::to_string(loader_runner.port()), kModel, "bf16",
-                                              "bench-executor", std::chrono::seconds(30));
+  auto lease = executor::LoaderLease::Acquire(executor::AttachOptions{
+      "127.0.0.1:" + std::to_string(loader_runner.port()), kModel, "bf16", "bench-executor", std::chrono::seconds(30)});
   if (!lease.ok()) {
     std::cerr << lease.status().ToString() << "\n";
     return 1;

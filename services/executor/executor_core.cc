@@ -65,13 +65,25 @@ std::shared_ptr<const model::LladaModel> ExecutorCore::model() const {
   return model_;
 }
 
-void ExecutorCore::ReplaceModel(std::shared_ptr<const model::LladaModel> model) {
+std::shared_ptr<const model::LladaModel> ExecutorCore::ReplaceModel(std::shared_ptr<const model::LladaModel> model,
+                                                                    const std::string& weights_precision) {
   std::lock_guard<std::mutex> lock(mu_);
-  model_ = std::move(model);
+  options_.weights_precision = weights_precision;
+  std::swap(model_, model);
+  return model;
+}
+
+StatusOr<std::shared_ptr<const model::LladaModel>> ExecutorCore::ServingModel() const {
+  auto m = model();
+  if (m == nullptr) {
+    return UnavailableError("executor " + options_.executor_id + ": model '" + options_.model_id +
+                            "' was unloaded from the loader; this executor serves again once it is loaded again");
+  }
+  return m;
 }
 
 StatusOr<std::shared_ptr<Job>> ExecutorCore::Submit(JobRequest request) {
-  auto m = model();
+  UNMASK_ASSIGN_OR_RETURN(auto m, ServingModel());
   if (request.prompt_ids.empty()) return InvalidArgumentError("prompt_ids: must not be empty");
   sampler::PromptBatch check;
   check.ids = {request.prompt_ids};
@@ -138,7 +150,12 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
     }
   }
   if (batch.empty()) return;
-  auto model = this->model();
+  auto serving = ServingModel();
+  if (!serving.ok()) {
+    for (const auto& job : batch) Fail(*job, serving.status());
+    return;
+  }
+  auto model = *std::move(serving);
   const JobRequest& first = batch[0]->request();
   sampler::PromptBatch prompts;
   for (const auto& job : batch) prompts.ids.push_back(job->request().prompt_ids);
@@ -262,7 +279,7 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
 }
 
 Status ExecutorCore::Warmup() {
-  auto m = model();
+  UNMASK_ASSIGN_OR_RETURN(auto m, ServingModel());
   sampler::PromptBatch prompts;
   prompts.ids = {{m->config().eos_token_id}};
   sampler::GenerationParams p;
@@ -287,9 +304,11 @@ CapacityReport ExecutorCore::Capacity() const {
   c.running_jobs = running_;
   c.queued_jobs = static_cast<int>(queue_.size());
   c.max_concurrent_jobs = static_cast<int>(workers_.size()) * options_.max_batch;
-  c.models = {options_.model_id};
-  c.model_config_json = model_->config().ToJsonText();
-  c.precision = options_.weights_precision;
+  if (model_ != nullptr) {  // none while the loader has the model unloaded
+    c.models = {options_.model_id};
+    c.model_config_json = model_->config().ToJsonText();
+    c.precision = options_.weights_precision;
+  }
   return c;
 }
 

@@ -66,9 +66,14 @@ class ExecutorCore {
   CapacityReport Capacity() const;
   // Runs one tiny generation so that the first real job does not pay for lazy initialization.
   Status Warmup();
-  // New jobs use `model` (after a re-attach); running batches finish on the one they started with.
-  void ReplaceModel(std::shared_ptr<const model::LladaModel> model);
+  // New jobs use `model` (after a re-attach), held as `weights_precision`; running batches
+  // finish on the one they started with, which is returned. A null model (the loader unloaded
+  // it) makes new and queued jobs fail with Unavailable and empties GetCapacity's models.
+  std::shared_ptr<const model::LladaModel> ReplaceModel(std::shared_ptr<const model::LladaModel> model,
+                                                        const std::string& weights_precision);
   std::shared_ptr<const model::LladaModel> model() const;
+  // The model new jobs run on; Unavailable, naming the model, while there is none.
+  StatusOr<std::shared_ptr<const model::LladaModel>> ServingModel() const;
 
  private:
   void WorkerLoop();

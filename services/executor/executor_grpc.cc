@@ -70,7 +70,9 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
     if (req->model_id() != model_id_)
       return services::ToGrpcStatus(NotFoundError("model_id: this executor serves '" + model_id_ + "', not '" +
                                                    req->model_id() + "'"));
-    auto request = JobRequestFromProto(*req, core_.model()->config());
+    auto serving = core_.ServingModel();
+    if (!serving.ok()) return services::ToGrpcStatus(serving.status());
+    auto request = JobRequestFromProto(*req, (*serving)->config());
     if (!request.ok()) return services::ToGrpcStatus(request.status());
     if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
       request->deadline = Clock::now() + (ctx->deadline() - std::chrono::system_clock::now());

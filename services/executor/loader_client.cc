@@ -9,6 +9,7 @@
 namespace unmask::executor {
 
 LoaderLease::~LoaderLease() {
+  model_.reset();  // before the loader hears that the lease is closed
   if (ctx_) ctx_->TryCancel();
   if (watcher_.joinable()) watcher_.join();
 }
@@ -16,17 +17,17 @@ LoaderLease::~LoaderLease() {
 namespace {
 
 // One attempt: load (or join the load) and attach. Unavailable when the loader is unreachable.
-Status TryAttach(v1::Loader::Stub& stub, const std::string& model_id,
-                 const std::string& precision, const std::string& executor_id, grpc::ClientContext& attach_ctx,
+Status TryAttach(v1::Loader::Stub& stub, const AttachOptions& options, grpc::ClientContext& attach_ctx,
                  std::unique_ptr<grpc::ClientReader<v1::AttachEvent>>& reader, v1::AttachEvent& first,
                  const telemetry::Tracer& tracer, const telemetry::SpanContext& parent) {
-  {
+  const std::string& model_id = options.model_id;
+  if (options.load) {
     grpc::ClientContext ctx;
     ctx.set_wait_for_ready(false);
     telemetry::Span span = telemetry::StartClientSpan(tracer, &ctx, parent, "unmask.v1.Loader/LoadModel");
     v1::LoadModelRequest req;
     req.set_model_id(model_id);
-    req.set_precision(precision);
+    req.set_precision(options.precision);
     auto load = stub.LoadModel(&ctx, req);
     v1::LoadProgress p;
     while (load->Read(&p)) {
@@ -39,7 +40,7 @@ Status TryAttach(v1::Loader::Stub& stub, const std::string& model_id,
   telemetry::Span span = telemetry::StartClientSpan(tracer, &attach_ctx, parent, "unmask.v1.Loader/AttachModel");
   v1::AttachModelRequest req;
   req.set_model_id(model_id);
-  req.set_executor_id(executor_id);
+  req.set_executor_id(options.executor_id);
   reader = stub.AttachModel(&attach_ctx, req);
   if (!reader->Read(&first) || first.kind() != v1::AttachEvent::ATTACHED) {
     grpc::Status s = reader->Finish();
@@ -70,21 +71,18 @@ Status OpenDeviceCopy(weights::AttachedModel& model, const std::string& handle, 
 
 }  // namespace
 
-StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& loader_address,
-                                                             const std::string& model_id, const std::string& precision,
-                                                             const std::string& executor_id,
-                                                             std::chrono::seconds timeout,
+StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const AttachOptions& options,
                                                              const telemetry::Tracer& tracer,
-                                                             std::shared_ptr<const weights::AttachedModel> current,
-                                                             const std::string& device) {
+                                                             std::shared_ptr<const weights::AttachedModel> current) {
+  const std::string& model_id = options.model_id;
   std::unique_ptr<LoaderLease> lease(new LoaderLease());
   telemetry::Span span = tracer.StartSpan("executor.attach");
   span.SetAttribute("model_id", model_id);
-  span.SetAttribute("executor.id", executor_id);
-  span.SetAttribute("loader", loader_address);
+  span.SetAttribute("executor.id", options.executor_id);
+  span.SetAttribute("loader", options.loader_address);
   int attempts = 0;
-  lease->stub_ = v1::Loader::NewStub(grpc::CreateChannel(loader_address, grpc::InsecureChannelCredentials()));
-  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  lease->stub_ = v1::Loader::NewStub(grpc::CreateChannel(options.loader_address, grpc::InsecureChannelCredentials()));
+  const auto give_up = std::chrono::steady_clock::now() + options.timeout;
   v1::AttachEvent first;
   Status last;
   while (true) {
@@ -92,7 +90,7 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& l
     ++attempts;
     // Client spans for the first attempts only: a loader that is slow to come up must not turn
     // into thousands of failed-call spans (the attempts attribute still counts them).
-    last = TryAttach(*lease->stub_, model_id, precision, executor_id, *lease->ctx_, lease->reader_, first,
+    last = TryAttach(*lease->stub_, options, *lease->ctx_, lease->reader_, first,
                      attempts <= 5 ? tracer : telemetry::Tracer::Disabled(), span.context());
     span.SetAttribute("attempts", attempts);
     if (last.ok()) break;
@@ -102,7 +100,7 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const std::string& l
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  const int cuda_index = CudaIndex(device);
+  const int cuda_index = CudaIndex(options.device);
   const bool wants_device_copy = cuda_index >= 0 && !first.device_handle().empty();
   // The same name and the same manifest: the very segment already mapped (names carry a random
   // part, so a new segment never takes the name of one still mapped by chance). On a GPU, also

@@ -13,6 +13,7 @@
 #include "services/common/server_runner.h"
 #include "services/executor/executor_core.h"
 #include "services/executor/executor_grpc.h"
+#include "services/executor/lease_keeper.h"
 #include "services/executor/loader_client.h"
 
 namespace {
@@ -47,40 +48,34 @@ void LogDeviceSharing(const Flags& f, const unmask::executor::LoaderLease& lease
                  {{"model_id", f.model}, {"device", f.options.device}, {"sharing", how}});
 }
 
-StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
-    const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
+unmask::executor::AttachOptions AttachOptionsFrom(const Flags& f) {
+  unmask::executor::AttachOptions o;
+  o.loader_address = f.loader;
+  o.model_id = f.model;
+  o.precision = f.load_precision;
+  o.executor_id = f.options.executor_id;
+  o.timeout = std::chrono::seconds(f.attach_timeout_seconds);
+  o.device = f.options.device;
+  return o;
+}
+
+StatusOr<std::shared_ptr<const unmask::model::LladaModel>> ModelOver(
+    const Flags& f, std::shared_ptr<const unmask::weights::AttachedModel> segment) {
   UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));
-  if (!f.model_dir.empty()) {
-    UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::Load(f.model_dir, mopts));
-    return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
-  }
-  UNMASK_ASSIGN_OR_RETURN(lease, unmask::executor::LoaderLease::Acquire(f.loader, f.model, f.load_precision,
-                                                                        f.options.executor_id,
-                                                                        std::chrono::seconds(f.attach_timeout_seconds),
-                                                                        tracer, nullptr, f.options.device));
-  LogDeviceSharing(f, *lease);
-  UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(lease->model(), mopts));
+  UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(std::move(segment), mopts));
   return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
 }
 
-// After the lease ended: attach again. When the loader hands out the segment this executor
-// already maps (a restarted loader that adopted it), the running model is kept as it is (no
-// rebuild); otherwise a model is built over the new segment. Null model: keep the current one.
-StatusOr<std::shared_ptr<const unmask::model::LladaModel>> Reattach(
+StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
     const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
-  UNMASK_ASSIGN_OR_RETURN(auto next, unmask::executor::LoaderLease::Acquire(
-                                         f.loader, f.model, f.load_precision, f.options.executor_id,
-                                         std::chrono::seconds(f.attach_timeout_seconds), tracer, lease->model(),
-                                         f.options.device));
-  LogDeviceSharing(f, *next);
-  std::shared_ptr<const unmask::model::LladaModel> built;
-  if (!next->same_weights()) {
+  if (!f.model_dir.empty()) {
     UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));
-    UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(next->model(), mopts));
-    built = std::move(m);
+    UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::Load(f.model_dir, mopts));
+    return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
   }
-  lease = std::move(next);
-  return built;
+  UNMASK_ASSIGN_OR_RETURN(lease, unmask::executor::LoaderLease::Acquire(AttachOptionsFrom(f), tracer));
+  LogDeviceSharing(f, *lease);
+  return ModelOver(f, lease->model());
 }
 
 }  // namespace
@@ -132,7 +127,7 @@ int main(int argc, char** argv) {
     return model.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
   }
   f.options.weights_precision = lease ? lease->precision() : "checkpoint";
-  unmask::executor::ExecutorCore core(*model, f.options, tm.tracer(), &tm.metrics());
+  unmask::executor::ExecutorCore core(*std::move(model), f.options, tm.tracer(), &tm.metrics());
   (void)core.Capacity();  // sets the memory gauges
   if (auto s = core.Warmup(); !s.ok()) {
     telemetry::Log(telemetry::LogLevel::kError, {}, {}, "warm-up failed", {{"error", s.ToString()}});
@@ -148,34 +143,19 @@ int main(int argc, char** argv) {
   runner.SetServing(true);
   std::cout << "unmask-executor: serving " << f.model << " on port " << runner.port() << std::endl;
 
-  // When the lease ends (forced unload, loader restart) attach again; running jobs finish on the
-  // old mapping, which stays valid until they drop it.
-  std::atomic<bool> stop{false};
-  std::thread reattach([&] {
-    while (!stop && lease) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (!lease->lost()) continue;
-      telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "attachment ended; re-attaching",
-                     {{"reason", lease->revoked() ? "revoked" : "lost"}, {"model_id", f.model}});
-      auto m = Reattach(f, lease, tm.tracer());
-      if (!m.ok()) {
-        telemetry::Log(telemetry::LogLevel::kError, {}, {}, "re-attach failed",
-                       {{"model_id", f.model}, {"error", m.status().ToString()}});
-        continue;
-      }
-      const std::string segment = lease->model()->segment().name();
-      if (*m == nullptr) {
-        telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "re-attached to the same weights; model kept",
-                       {{"model_id", f.model}, {"segment", segment}});
-        continue;
-      }
-      core.ReplaceModel(*m);
-      telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "re-attached", {{"model_id", f.model}, {"segment", segment}});
-    }
-  });
+  // Follows the loader: re-attaches after a loader restart, lets go of a model a forced unload
+  // revoked and serves it again once it is loaded again (services/executor/lease_keeper.h).
+  std::unique_ptr<unmask::executor::LeaseKeeper> keeper;
+  if (lease) {
+    unmask::executor::LeaseKeeperHooks hooks;
+    hooks.build = [&f](std::shared_ptr<const unmask::weights::AttachedModel> segment) { return ModelOver(f, segment); };
+    hooks.set_serving = [&runner](bool serving) { runner.SetServing(serving); };
+    hooks.attached = [&f](const unmask::executor::LoaderLease& l) { LogDeviceSharing(f, l); };
+    keeper = std::make_unique<unmask::executor::LeaseKeeper>(AttachOptionsFrom(f), std::move(lease), core,
+                                                              std::move(hooks), tm.tracer());
+  }
   runner.WaitForSignalAndDrain(std::chrono::seconds(f.drain_seconds));
-  stop = true;
-  reattach.join();
+  keeper.reset();
   tm.Shutdown();  // sends the spans still queued
   return 0;
 }

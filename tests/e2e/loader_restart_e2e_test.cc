@@ -1,8 +1,9 @@
 // End to end with the real binaries: weights outlive a loader restart. A loader that is killed
 // (or stopped with --keep-segments-on-exit) leaves its segment in /dev/shm; the next loader on
 // the same model roots adopts it without reading the checkpoint, and the executor re-attaches
-// to the same weights without rebuilding its model. Also what the loader binary does at start
-// with a --device it cannot use.
+// to the same weights without rebuilding its model. A forced unload: the executor stops serving,
+// lets go, the loader frees the weights, and the executor serves again once the model is loaded
+// again. Also what the loader binary does at start with a --device it cannot use.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -13,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/e2e/stack.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/engine/test_paths.h"
 #include "unmask/v1/executor.grpc.pb.h"
 #include "unmask/v1/loader.grpc.pb.h"
@@ -115,7 +118,7 @@ TEST(LoaderRestartEndToEndTest, ExecutorKeepsItsWeightsAcrossAKilledLoaderWithou
   loader->Wait();
   ASSERT_TRUE(ShmExists(before.segment_name()));
   fs::rename(stack.model_root() + "/tiny-llada", stack.model_root() + "/moved-away");
-  EXPECT_FALSE(executor.WaitForLine("attachment ended", std::chrono::seconds(30)).empty()) << executor.output();
+  EXPECT_FALSE(executor.WaitForLine("the loader went away", std::chrono::seconds(30)).empty()) << executor.output();
 
   loader = StartLoader(stack.model_root(), loader_port);
   ASSERT_EQ(loader->WaitForPort("listening on port", kStart), loader_port) << loader->output();
@@ -123,7 +126,7 @@ TEST(LoaderRestartEndToEndTest, ExecutorKeepsItsWeightsAcrossAKilledLoaderWithou
   const std::string same = executor.WaitForLine("re-attached to the same weights", std::chrono::seconds(60));
   ASSERT_FALSE(same.empty()) << executor.output() << "\nloader:\n" << loader->output();
   EXPECT_THAT(same, HasSubstr(before.segment_name()));
-  EXPECT_THAT(executor.output(), Not(HasSubstr("msg=re-attached "))) << "the executor rebuilt its model";
+  EXPECT_THAT(executor.output(), Not(HasSubstr("msg=attached "))) << "the executor rebuilt its model";
   EXPECT_THAT(executor.output(), Not(HasSubstr("re-attach failed")));
 
   EXPECT_EQ(RunGolden(executor_port, golden, "after"), expected);
@@ -184,6 +187,100 @@ TEST(LoaderRestartEndToEndTest, KeptSegmentsAreRemovedByALoaderWithAdoptionOff) 
   EXPECT_THAT(removed, HasSubstr("adoption is off"));
   EXPECT_FALSE(ShmExists(segment));
   EXPECT_EQ(ListModels(port2).models_size(), 0);
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus Health(int port) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::Status s = stub->Check(&ctx, grpc::health::v1::HealthCheckRequest(), &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp.status();
+}
+
+v1::Capacity Capacity(int executor_port) {
+  auto stub = v1::Executor::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(executor_port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::Capacity cap;
+  grpc::Status s = stub->GetCapacity(&ctx, v1::GetCapacityRequest(), &cap);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return cap;
+}
+
+TEST(LoaderEndToEndTest, AForcedUnloadIsLetGoOfByTheExecutorAndServedAgainOnceReloaded) {
+  Stack stack;
+  auto loader = StartLoader(stack.model_root(), 0);
+  const int loader_port = loader->WaitForPort("listening on port", kStart);
+  ASSERT_GT(loader_port, 0) << loader->output();
+  Process executor({EXECUTOR_BIN, "--listen", "127.0.0.1:0", "--loader", "127.0.0.1:" + std::to_string(loader_port),
+                    "--model", "tiny-llada", "--precision", "fp32", "--load-precision", "bf16", "--executor-id",
+                    "e2e-unload", "--drain-timeout-seconds", "2", "--metrics-listen", "127.0.0.1:0"});
+  const int executor_port = executor.WaitForPort("unmask-executor: serving", kStart);
+  ASSERT_GT(executor_port, 0) << executor.output();
+  const nlohmann::json golden = GoldenCase(0);
+  ASSERT_EQ(RunGolden(executor_port, golden, "before"), golden["output"][0].get<std::vector<std::int64_t>>());
+  const std::string segment = ListModels(loader_port).models(0).segment_name();
+
+  {
+    grpc::ClientContext ctx;
+    v1::UnloadModelRequest req;
+    req.set_model_id("tiny-llada");
+    req.set_force(true);
+    v1::UnloadModelResponse resp;
+    grpc::Status s = LoaderStub(loader_port)->UnloadModel(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_THAT(resp.notified_executors(), ::testing::ElementsAre("e2e-unload"));
+  }
+  ASSERT_FALSE(executor.WaitForLine("let go of the unloaded weights", std::chrono::seconds(30)).empty())
+      << executor.output();
+  EXPECT_EQ(Health(executor_port), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(Capacity(executor_port).models_size(), 0);
+  {  // A job sent anyway is refused as retryable elsewhere, naming the model.
+    auto stub = v1::Executor::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(executor_port), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::RunRequest req;
+    req.set_job_id("refused");
+    req.set_model_id("tiny-llada");
+    req.add_prompt_ids(1);
+    auto reader = stub->Run(&ctx, req);
+    v1::RunEvent ev;
+    while (reader->Read(&ev)) {
+    }
+    grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(s.error_message(), HasSubstr("'tiny-llada' was unloaded"));
+  }
+  for (int i = 0; i < 100 && ListModels(loader_port).models_size() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ListModels(loader_port).models_size(), 0) << "the loader keeps a model nobody uses";
+  EXPECT_FALSE(ShmExists(segment));
+
+  {  // Loaded again, at int8: the executor serves it.
+    grpc::ClientContext ctx;
+    v1::LoadModelRequest req;
+    req.set_model_id("tiny-llada");
+    req.set_precision("int8");
+    auto reader = LoaderStub(loader_port)->LoadModel(&ctx, req);
+    v1::LoadProgress p;
+    while (reader->Read(&p)) {
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+  }
+  ASSERT_FALSE(executor.WaitForLine("msg=attached", std::chrono::seconds(30)).empty()) << executor.output();
+  EXPECT_EQ(Health(executor_port), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(Capacity(executor_port).precision(), "int8");
+  EXPECT_EQ(RunGolden(executor_port, golden, "after").size(), golden["output"][0].size());
+  EXPECT_THAT(ListModels(loader_port).models(0).executors(), ::testing::ElementsAre("e2e-unload"));
+
+  executor.Kill(SIGTERM);
+  EXPECT_EQ(executor.Wait(), 0);
+  loader->Kill(SIGTERM);
+  EXPECT_EQ(loader->Wait(), 0);
 }
 
 TEST(LoaderBinaryTest, ADeviceItCannotUseStopsItAtStartNamingTheDevice) {

@@ -48,8 +48,9 @@ class ExecutorServiceTest : public ::testing::Test {
     ASSERT_TRUE(loader_runner_->Start("127.0.0.1:0").ok());
     loader_runner_->SetServing(true);
 
-    auto lease = LoaderLease::Acquire("127.0.0.1:" + std::to_string(loader_runner_->port()), "tiny-llada", "bf16",
-                                      "executor-test", std::chrono::seconds(10));
+    auto lease = LoaderLease::Acquire(
+        AttachOptions{"127.0.0.1:" + std::to_string(loader_runner_->port()), "tiny-llada", "bf16", "executor-test",
+                      std::chrono::seconds(10)});
     ASSERT_TRUE(lease.ok()) << lease.status().ToString();
     lease_ = lease->release();
     auto model = model::LladaModel::FromSegment(lease_->model(), model::ModelOptions{});  // fp32, as the golden file
@@ -165,9 +166,10 @@ TEST_F(ExecutorServiceTest, RunStreamsTheGoldenStepsAndOutput) {
 TEST_F(ExecutorServiceTest, TheLeaseSaysHowWeightsReachTheDevice) {
   EXPECT_EQ(lease_->device_sharing(), "shm");  // a CPU executor maps the segment
   // An executor on a GPU attached to a loader without a GPU copy: it must copy, and says why.
-  auto gpu = LoaderLease::Acquire("127.0.0.1:" + std::to_string(loader_runner_->port()), "tiny-llada", "bf16",
-                                  "executor-gpu-test", std::chrono::seconds(10), telemetry::Tracer::Disabled(), nullptr,
-                                  "cuda:0");
+  AttachOptions on_gpu{"127.0.0.1:" + std::to_string(loader_runner_->port()), "tiny-llada", "bf16",
+                       "executor-gpu-test", std::chrono::seconds(10)};
+  on_gpu.device = "cuda:0";
+  auto gpu = LoaderLease::Acquire(on_gpu);
   ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
   EXPECT_THAT((*gpu)->device_sharing(), ::testing::StartsWith("copy: "));
   EXPECT_THAT((*gpu)->device_sharing(), ::testing::HasSubstr("--device cuda:N"));
