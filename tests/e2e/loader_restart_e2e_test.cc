@@ -225,16 +225,14 @@ TEST(LoaderEndToEndTest, AForcedUnloadIsLetGoOfByTheExecutorAndServedAgainOnceRe
   ASSERT_EQ(RunGolden(executor_port, golden, "before"), golden["output"][0].get<std::vector<std::int64_t>>());
   const std::string segment = ListModels(loader_port).models(0).segment_name();
 
-  {
-    grpc::ClientContext ctx;
-    v1::UnloadModelRequest req;
-    req.set_model_id("tiny-llada");
-    req.set_force(true);
-    v1::UnloadModelResponse resp;
-    grpc::Status s = LoaderStub(loader_port)->UnloadModel(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_THAT(resp.notified_executors(), ::testing::ElementsAre("e2e-unload"));
-  }
+  const std::string at_loader = " --loader 127.0.0.1:" + std::to_string(loader_port) + " --model tiny-llada";
+  CliResult r = RunCli("unload" + at_loader);  // attached: refused, naming who uses it
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(r.out, HasSubstr("e2e-unload"));
+  r = RunCli("unload --force" + at_loader);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("unloading tiny-llada; freed once these executors let go: e2e-unload"));
   ASSERT_FALSE(executor.WaitForLine("let go of the unloaded weights", std::chrono::seconds(30)).empty())
       << executor.output();
   EXPECT_EQ(Health(executor_port), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
@@ -260,17 +258,13 @@ TEST(LoaderEndToEndTest, AForcedUnloadIsLetGoOfByTheExecutorAndServedAgainOnceRe
   EXPECT_EQ(ListModels(loader_port).models_size(), 0) << "the loader keeps a model nobody uses";
   EXPECT_FALSE(ShmExists(segment));
 
-  {  // Loaded again, at int8: the executor serves it.
-    grpc::ClientContext ctx;
-    v1::LoadModelRequest req;
-    req.set_model_id("tiny-llada");
-    req.set_precision("int8");
-    auto reader = LoaderStub(loader_port)->LoadModel(&ctx, req);
-    v1::LoadProgress p;
-    while (reader->Read(&p)) {
-    }
-    ASSERT_TRUE(reader->Finish().ok());
-  }
+  r = RunCli("unload" + at_loader);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("model 'tiny-llada' is not loaded"));
+
+  r = RunCli("load --precision int8" + at_loader);  // loaded again, at int8: the executor serves it
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("tiny-llada ready int8"));
   ASSERT_FALSE(executor.WaitForLine("msg=attached", std::chrono::seconds(30)).empty()) << executor.output();
   EXPECT_EQ(Health(executor_port), grpc::health::v1::HealthCheckResponse::SERVING);
   EXPECT_EQ(Capacity(executor_port).precision(), "int8");

@@ -102,8 +102,12 @@ int Stack::StartScheduler(const std::vector<std::string>& extra) {
 }
 
 CliResult Stack::Cli(int scheduler, const std::string& args) const {
+  return RunCli("--scheduler " + scheduler_address(scheduler) + " " + args);
+}
+
+CliResult RunCli(const std::string& args) {
   CliResult r;
-  const std::string cmd = std::string(CLI_BIN) + " --scheduler " + scheduler_address(scheduler) + " " + args + " 2>&1";
+  const std::string cmd = std::string(CLI_BIN) + " " + args + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
   std::size_t n;

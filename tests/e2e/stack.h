@@ -17,6 +17,10 @@ struct CliResult {
   std::string out;
 };
 
+// The unmask CLI with `args` (stdout and stderr together), e.g. loader commands that need no
+// scheduler.
+CliResult RunCli(const std::string& args);
+
 class Stack {
  public:
   Stack();  // writes the model root (tiny-llada with the llada-like tokenizer)

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/telemetry/grpc_tracing.h"
 #include "common/util/status.h"
 
 #include "tools/unmask_cli/commands.h"
@@ -109,7 +110,8 @@ std::string ToJson(const google::protobuf::Message& m) {
 }  // namespace
 
 int ReportStatus(const char* command, const grpc::Status& s) {
-  std::cerr << "unmask " << command << ": " << s.error_code() << " " << s.error_message() << "\n";
+  std::cerr << "unmask " << command << ": " << telemetry::GrpcCodeName(s.error_code()) << " " << s.error_message()
+            << "\n";
   switch (s.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:

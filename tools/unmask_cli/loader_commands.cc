@@ -44,6 +44,39 @@ void AddLoadCommand(CLI::App& app, const ClientOptions& client) {
   });
 }
 
+void AddUnloadCommand(CLI::App& app, const ClientOptions& client) {
+  struct Flags {
+    std::string loader = "127.0.0.1:50052", model;
+    bool force = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("unload", "Free a model in a loader (refused while executors use it, unless --force)");
+  cmd->add_option("--loader", f->loader, "Loader address")->capture_default_str();
+  cmd->add_option("--model", f->model, "Model id")->required();
+  cmd->add_flag("--force", f->force,
+                "Unload even while executors are attached: they stop serving it, finish their running jobs, let go, "
+                "and the loader frees it after the last one");
+  cmd->callback([f, &client] {
+    auto stub = v1::Loader::NewStub(client.Channel(f->loader));
+    RpcCall call = client.Call("unmask.v1.Loader/UnloadModel", f->loader);
+    call.span().SetAttribute("model_id", f->model);
+    v1::UnloadModelRequest req;
+    req.set_model_id(f->model);
+    req.set_force(f->force);
+    v1::UnloadModelResponse resp;
+    grpc::Status s = call.Finish(stub->UnloadModel(call.ctx(), req, &resp));
+    if (!s.ok()) throw CLI::RuntimeError(ReportStatus("unload", s));
+    if (resp.notified_executors().empty()) {
+      std::cout << "unloaded " << f->model << std::endl;
+    } else {
+      std::cout << "unloading " << f->model << "; freed once these executors let go:";
+      for (const auto& e : resp.notified_executors()) std::cout << " " << e;
+      std::cout << std::endl;
+    }
+    throw CLI::RuntimeError(0);
+  });
+}
+
 void AddHealthCommand(CLI::App& app, const ClientOptions& client) {
   struct Flags {
     std::string addr, service;

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   unmask::cli::AddGenerateCommands(app, client);
   unmask::cli::AddJobCommands(app, client);
   unmask::cli::AddLoadCommand(app, client);
+  unmask::cli::AddUnloadCommand(app, client);
   unmask::cli::AddHealthCommand(app, client);
   const int code = Run(app, argc, argv);
   tracing.Shutdown();  // sends the command's span; bounded, whatever the collector does
