@@ -1,6 +1,8 @@
 #include "services/executor/loader_client.h"
 
-#include <cstdlib>
+#include <c10/core/Device.h>
+
+#include <exception>
 
 #include "common/telemetry/grpc_tracing.h"
 #include "common/weights/cuda_ipc.h"
@@ -52,10 +54,15 @@ Status TryAttach(v1::Loader::Stub& stub, const AttachOptions& options, grpc::Cli
   return OkStatus();
 }
 
-// The CUDA device index of "cuda" / "cuda:N", or -1 for anything else (CPU).
+// The CUDA device index of "cuda" / "cuda:N", or -1 for anything else (CPU), read the way the
+// model reads its device (the executor checked the name at start).
 int CudaIndex(const std::string& device) {
-  if (device.rfind("cuda", 0) != 0) return -1;
-  return device.size() > 5 && device[4] == ':' ? std::atoi(device.c_str() + 5) : 0;
+  try {
+    const c10::Device d(device);
+    return d.is_cuda() ? (d.has_index() ? d.index() : 0) : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 // Opens the loader's GPU copy of the data region into `model`; the reason when it cannot.

@@ -3,11 +3,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <iostream>
-#include <thread>
 
 #include "common/model/llada_model.h"
+#include "common/model/torch_util.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/options.h"
 #include "services/common/server_runner.h"
@@ -32,6 +31,7 @@ struct Flags {
 StatusOr<unmask::model::ModelOptions> ModelOptionsFrom(const Flags& f) {
   unmask::model::ModelOptions mopts;
   UNMASK_ASSIGN_OR_RETURN(mopts.precision, unmask::model::ParsePrecision(f.precision));
+  UNMASK_RETURN_IF_ERROR(unmask::model::ParseDevice(f.options.device).status());
   mopts.device = f.options.device;
   mopts.attention_query_chunk = f.attention_chunk;
   return mopts;
@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
   telemetry::AddTelemetryOptions(app, &f.telemetry);
   CLI11_PARSE(app, argc, argv);
   f.options.model_id = f.model;
+  // Before anything is asked of the loader: a bad flag must not load a model there.
+  if (auto checked = ModelOptionsFrom(f); !checked.ok()) {
+    std::cerr << "unmask-executor: " << checked.status().message() << std::endl;
+    return checked.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
+  }
   auto started = telemetry::Telemetry::Start(f.telemetry);
   if (!started.ok()) {
     std::cerr << "unmask-executor: " << started.status().ToString() << std::endl;

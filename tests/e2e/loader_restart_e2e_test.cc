@@ -3,7 +3,7 @@
 // the same model roots adopts it without reading the checkpoint, and the executor re-attaches
 // to the same weights without rebuilding its model. A forced unload: the executor stops serving,
 // lets go, the loader frees the weights, and the executor serves again once the model is loaded
-// again. Also what the loader binary does at start with a --device it cannot use.
+// again. Also what the loader and executor binaries do at start with a --device they cannot use.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -292,6 +292,22 @@ TEST(LoaderBinaryTest, ADeviceItCannotUseStopsItAtStartNamingTheDevice) {
     EXPECT_THAT(loader->output(), HasSubstr("device cuda:999"));
     EXPECT_THAT(loader->output(), Not(HasSubstr("listening")));
   }
+}
+
+TEST(ExecutorBinaryTest, ABadDeviceStopsItBeforeItAsksTheLoaderForAnything) {
+  // A loader with the model, so that an executor that went on would load it there.
+  Stack stack;
+  const int loader_port = FreePort();
+  auto loader = StartLoader(stack.model_root(), loader_port);
+  ASSERT_EQ(loader->WaitForPort("listening on port", kStart), loader_port) << loader->output();
+  Process executor({EXECUTOR_BIN, "--listen", "127.0.0.1:0", "--loader", "127.0.0.1:" + std::to_string(loader_port),
+                    "--model", "tiny-llada", "--device", "gpu0", "--metrics-listen", "127.0.0.1:0",
+                    "--attach-timeout-seconds", "5"});
+  EXPECT_EQ(executor.Wait(), 2);
+  EXPECT_THAT(executor.output(), HasSubstr("device 'gpu0'"));
+  EXPECT_EQ(ListModels(loader_port).models_size(), 0);  // nothing was loaded for it
+  loader->Kill(SIGTERM);
+  EXPECT_EQ(loader->Wait(), 0);
 }
 
 }  // namespace
