@@ -53,23 +53,26 @@ StatusOr<std::string> ApplyLladaChatTemplate(const std::vector<ChatMessage>& mes
   return out;
 }
 
-Status CheckLladaSpecialTokens(const Tokenizer& tokenizer) {
-  const std::pair<const char*, int32_t> expected[] = {
-      {llada::kBos, llada::kBosId},         {llada::kEos, llada::kEosId},
-      {llada::kMask, llada::kMaskId},       {llada::kStartHeader, llada::kStartHeaderId},
-      {llada::kEndHeader, llada::kEndHeaderId}, {llada::kEot, llada::kEotId},
+StatusOr<ChatTokenIds> FindChatTokenIds(const Tokenizer& tokenizer) {
+  ChatTokenIds ids;
+  const std::pair<const char*, int32_t*> wanted[] = {
+      {llada::kBos, &ids.bos},          {llada::kEos, &ids.eos},
+      {llada::kMask, &ids.mask},        {llada::kStartHeader, &ids.start_header},
+      {llada::kEndHeader, &ids.end_header}, {llada::kEot, &ids.eot},
   };
-  for (const auto& [text, id] : expected) {
+  for (const auto& [text, id] : wanted) {
     const std::optional<int32_t> actual = tokenizer.TokenToId(text);
-    if (!actual || *actual != id || !tokenizer.IsSpecialToken(id)) {
-      return FailedPreconditionError(tokenizer.source() + ": not a LLaDA tokenizer: '" + text +
-                                     "' should be special token " + std::to_string(id) + " but is " +
-                                     (actual ? "id " + std::to_string(*actual) : std::string("absent")) +
-                                     (actual && !tokenizer.IsSpecialToken(*actual) ? " (not special)" : ""));
+    if (!actual || !tokenizer.IsSpecialToken(*actual)) {
+      return FailedPreconditionError(tokenizer.source() + ": not a LLaDA-style tokenizer: '" + text +
+                                     "' should be a special token but is " +
+                                     (actual ? "id " + std::to_string(*actual) + " (not special)" : std::string("absent")));
     }
+    *id = *actual;
   }
-  return OkStatus();
+  return ids;
 }
+
+Status CheckLladaSpecialTokens(const Tokenizer& tokenizer) { return FindChatTokenIds(tokenizer).status(); }
 
 StatusOr<std::vector<int32_t>> EncodeLladaChat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
                                                bool add_generation_prompt) {

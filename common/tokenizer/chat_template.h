@@ -45,8 +45,17 @@ struct ChatMessage {
 StatusOr<std::string> ApplyLladaChatTemplate(const std::vector<ChatMessage>& messages,
                                              bool add_generation_prompt = true);
 
-// Checks that `tokenizer` maps the six LLaDA special-token strings to their LLaDA ids as
-// special added tokens; FailedPrecondition naming the first mismatch otherwise.
+// The ids a tokenizer gives the six LLaDA special-token strings. LLaDA-8B has the llada::k*Id
+// numbers; a checkpoint with its own tokenizer (e.g. unmask's trained model) has its own.
+struct ChatTokenIds {
+  int32_t bos = llada::kBosId, eos = llada::kEosId, mask = llada::kMaskId;
+  int32_t start_header = llada::kStartHeaderId, end_header = llada::kEndHeaderId, eot = llada::kEotId;
+};
+
+// Looks the six strings up in `tokenizer`: each must be a special added token (at any id).
+// FailedPrecondition naming the first one that is absent or not special.
+StatusOr<ChatTokenIds> FindChatTokenIds(const Tokenizer& tokenizer);
+// FindChatTokenIds without the ids.
 Status CheckLladaSpecialTokens(const Tokenizer& tokenizer);
 
 // Renders the template and encodes it with special-token parsing on (what
