@@ -296,6 +296,7 @@ int Main(const Args& a, int argc, char** argv) {
   params.steps = a.steps;
   params.mask_id = config.mask_token_id;
   params.eos_id = config.eos_token_id;
+  params.eot_id = config.eot_token_id;
 
   std::string errors;
   int adjusted = 0;

@@ -83,6 +83,7 @@ StatusOr<LladaConfig> LladaConfig::FromJsonText(const std::string& text, const s
   UNMASK_RETURN_IF_ERROR(ReadField(j, "mask_token_id", c.mask_token_id, source, false));
   UNMASK_RETURN_IF_ERROR(ReadField(j, "eos_token_id", c.eos_token_id, source, false));
   UNMASK_RETURN_IF_ERROR(ReadField(j, "pad_token_id", c.pad_token_id, source, false));
+  UNMASK_RETURN_IF_ERROR(ReadField(j, "eot_token_id", c.eot_token_id, source, false));
   UNMASK_RETURN_IF_ERROR(ReadField(j, "weight_tying", c.weight_tying, source, false));
   UNMASK_RETURN_IF_ERROR(ReadField(j, "block_type", c.block_type, source, false));
 
@@ -148,7 +149,7 @@ std::string LladaConfig::ToJsonText() const {
       {"layer_norm_with_affine", true}, {"mask_token_id", mask_token_id},
       {"max_sequence_length", max_sequence_length}, {"mlp_hidden_size", mlp_hidden_size},
       {"n_heads", n_heads}, {"n_kv_heads", n_kv_heads}, {"n_layers", n_layers},
-      {"pad_token_id", pad_token_id}, {"rms_norm_eps", rms_norm_eps}, {"rope", true},
+      {"pad_token_id", pad_token_id}, {"eot_token_id", eot_token_id}, {"rms_norm_eps", rms_norm_eps}, {"rope", true},
       {"rope_full_precision", true}, {"rope_theta", rope_theta}, {"scale_logits", false},
       {"vocab_size", vocab_size}, {"weight_tying", weight_tying}, {"use_cache", false},
   };

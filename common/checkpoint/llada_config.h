@@ -24,6 +24,9 @@ struct LladaConfig {
   std::int64_t mask_token_id = 126336;
   std::int64_t eos_token_id = 126081;
   std::int64_t pad_token_id = 126081;
+  // End of turn (<|eot_id|>): not in LLaDA-8B's config.json, so LLaDA-8B's id is the default;
+  // checkpoints with their own tokenizer name theirs. Checked only where it is used.
+  std::int64_t eot_token_id = 126348;
   bool weight_tying = false;
   std::string block_type = "llama";
 

@@ -35,8 +35,10 @@ Status ValidateParams(const GenerationParams& p, const checkpoint::LladaConfig& 
     return OkStatus();
   };
   UNMASK_RETURN_IF_ERROR(in_vocab("mask_id", p.mask_id));
-  UNMASK_RETURN_IF_ERROR(in_vocab("eos_id", p.eos_id));
-  UNMASK_RETURN_IF_ERROR(in_vocab("eot_id", p.eot_id));
+  // EOS and EOT index the logits only under the EOS switches; elsewhere they are only compared
+  // with generated ids, so a checkpoint whose vocabulary lacks LLaDA-8B's ids still generates.
+  if (p.logits_eos_inf || p.confidence_eos_eot_inf) UNMASK_RETURN_IF_ERROR(in_vocab("eos_id", p.eos_id));
+  if (p.confidence_eos_eot_inf) UNMASK_RETURN_IF_ERROR(in_vocab("eot_id", p.eot_id));
   if (prompt_length + p.gen_length > config.max_sequence_length)
     return bad("prompt length + gen_length (" + std::to_string(prompt_length + p.gen_length) +
                ") exceeds the model's max_sequence_length (" + std::to_string(config.max_sequence_length) + ")");

@@ -26,6 +26,7 @@ StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkp
   p.seed = in.seed();
   p.mask_id = config.mask_token_id;
   p.eos_id = config.eos_token_id;
+  p.eot_id = config.eot_token_id;
   auto mode = sampler::ParseSamplerMode(in.sampler().empty() ? "reference" : in.sampler());
   if (!mode.ok()) return mode.status().WithContext("params.sampler");
   r.mode = *mode;

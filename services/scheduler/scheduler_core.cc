@@ -136,6 +136,7 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
                                                                 : sampler::Remasking::kLowConfidence;
   p.mask_id = config.mask_token_id;
   p.eos_id = config.eos_token_id;
+  p.eot_id = config.eot_token_id;
   UNMASK_ASSIGN_OR_RETURN(Placement placed, Place(in, executors, r.model()));
   ClampOutput& out = placed.clamped;
   UNMASK_RETURN_IF_ERROR(sampler::ValidateParams(out.params, config, in.prompt_length).WithContext("params"));

@@ -80,7 +80,7 @@ sampler::GenerationParams ToParams(const GenerationRequest& r, const LladaConfig
   p.cfg_scale = r.cfg_scale;
   p.mask_id = c.mask_token_id;
   p.eos_id = c.eos_token_id;
-  p.eot_id = c.eos_token_id;
+  p.eot_id = c.eot_token_id;
   return p;
 }
 

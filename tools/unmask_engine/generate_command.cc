@@ -120,6 +120,7 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   const auto& config = (*model)->config();
   params.mask_id = config.mask_token_id;
   params.eos_id = config.eos_token_id;
+  params.eot_id = config.eot_token_id;
 
   nlohmann::json per_step = nlohmann::json::array();
   auto result = sampler::ReferenceGenerate(**model, prompts, params, [&](const sampler::StepEvent& ev) {
