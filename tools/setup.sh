@@ -17,6 +17,10 @@ PACKAGES=(
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
+  # the corpus unmask trains its own model on (tools/make_corpus.sh)
+  bible-kjv bible-kjv-text
+  # Hugging Face's tokenizers.js (from npm) checks the tokenizer.json files unmask writes
+  nodejs npm
   # helm chart renderer (tools/helmrender): Helm's template engine from Debian's Go packages
   # (sprig v3 templates, draft-07 JSON Schema, sigs.k8s.io/yaml), built offline in GOPATH mode
   golang-go golang-github-masterminds-sprig-dev golang-github-xeipuuv-gojsonschema-dev
@@ -33,4 +37,8 @@ if command -v update-alternatives >/dev/null; then
     if [ -n "$cand" ]; then $SUDO update-alternatives --set "$alt" "$cand" >/dev/null; fi
   done
 fi
+# npm packages the tests use, pinned by their package-lock.json (the npm registry is reachable).
+for dir in tests/tokenizer/tokenizers_js; do
+  (cd "$(dirname "$0")/../$dir" && npm ci --no-audit --no-fund --loglevel=error)
+done
 echo "setup: done"

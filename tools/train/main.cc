@@ -1,0 +1,58 @@
+// unmask-train: trains unmask's own small LLaDA-architecture model (see train_command.h).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "tools/train/train_command.h"
+
+int main(int argc, char** argv) {
+  unmask::train::TrainCommandOptions o;
+  auto& t = o.train;
+  auto& c = t.model;
+  c.d_model = 256;
+  c.n_heads = c.n_kv_heads = 4;
+  c.n_layers = 8;
+  c.mlp_hidden_size = 704;
+  c.rope_theta = 10000;
+  c.max_sequence_length = 1024;
+  std::string compute = "bf16";
+  CLI::App app{"unmask-train: trains a small LLaDA-architecture masked-diffusion model on a verse corpus"};
+  app.add_option("--corpus", o.corpus, "Verse lines '<book><chapter>:<verse> <text>' (tools/make_corpus.sh)")->required();
+  app.add_option("--out", o.out, "Model directory to write (Hugging Face layout)")->required();
+  app.add_option("--work", o.work, "Tokenizer and checkpoints; a rerun resumes from them (default OUT.work)");
+  app.add_option("--vocab-size", o.vocab_size, "BPE vocabulary, special tokens included")->capture_default_str();
+  app.add_option("--held-out-every", o.held_out_every, "Every Nth chapter is held out")->capture_default_str();
+  app.add_option("--d-model", c.d_model)->capture_default_str();
+  app.add_option("--n-layers", c.n_layers)->capture_default_str();
+  app.add_option("--n-heads", c.n_heads)->capture_default_str();
+  app.add_option("--mlp-hidden-size", c.mlp_hidden_size)->capture_default_str();
+  app.add_option("--rope-theta", c.rope_theta)->capture_default_str();
+  app.add_option("--seq-len", t.seq_len, "Pre-training window")->capture_default_str();
+  app.add_option("--chat-len", t.chat_len, "Chat pair length (answer padded with EOS)")->capture_default_str();
+  app.add_option("--batch", t.batch)->capture_default_str();
+  app.add_option("--pretrain-steps", t.pretrain_steps)->capture_default_str();
+  app.add_option("--chat-steps", t.chat_steps, "Steps of the chat stage (each also does a pre-training batch)")->capture_default_str();
+  app.add_option("--lr", t.lr)->capture_default_str();
+  app.add_option("--warmup-steps", t.warmup_steps)->capture_default_str();
+  app.add_option("--weight-decay", t.weight_decay)->capture_default_str();
+  app.add_option("--seed", t.seed)->capture_default_str();
+  app.add_option("--compute", compute, "bf16 or fp32 (master weights are fp32 either way)")->capture_default_str();
+  app.add_option("--threads", t.threads, "Intra-op threads (0: one per core)")->capture_default_str();
+  app.add_option("--log-every", t.log_every)->capture_default_str();
+  app.add_option("--eval-every", t.eval_every, "Held-out loss every N steps (0: only at the end)")->capture_default_str();
+  app.add_option("--checkpoint-every", t.checkpoint_every)->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  c.n_kv_heads = c.n_heads;
+  auto precision = unmask::model::ParsePrecision(compute);
+  if (!precision.ok()) {
+    std::cerr << "unmask-train: --compute: " << precision.status().ToString() << "\n";
+    return 2;
+  }
+  t.compute = *precision;
+  auto result = unmask::train::RunTrainCommand(o, std::cout);
+  if (!result.ok()) {
+    std::cerr << "unmask-train: " << result.status().ToString() << "\n";
+    return result.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
