@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
-# The README's run command: installs what is missing, builds, writes a demo checkpoint in the
-# LLaDA layout (random weights: real ones cannot be downloaded here, so the text is gibberish),
-# starts loader, executor and scheduler on this machine with the embedded job queue (no Redis),
-# and generates through the `unmask` CLI. Extra arguments go to `unmask generate`.
+# The README's run command: installs what is missing, builds, starts loader, executor and
+# scheduler on this machine with the embedded job queue (no Redis), serving unmask's own trained
+# model (models/unmask-kjv: a small LLaDA-architecture model trained on the King James Bible, see
+# its README), and generates through the `unmask` CLI: a continuation that unmasks step by step,
+# then a question in chat form whose answer stops by itself. Extra arguments go to both
+# `unmask generate` calls (e.g. --sampler dual_cache+threshold).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/build.sh
 BIN=${BUILD_DIR:-build}
-ROOT=${MODEL_ROOT:-$BIN/demo-models}
-MODEL=demo-llada
-if [ ! -f "$ROOT/$MODEL/config.json" ]; then
-  "$BIN/tools/make_model/make-model" --out "$ROOT/$MODEL" --d-model 256 --n-layers 4 --n-heads 8 \
-    --mlp-hidden-size 704 --vocab-size 126464 --shards 2 --seed 7 --active-vocab 466 \
-    --tokenizer tests/data/tokenizers/llada-like.tokenizer.json
-fi
+ROOT=${MODEL_ROOT:-models}
+MODEL=${MODEL:-unmask-kjv}
 
 LOG=$(mktemp -d)
 pids=()
@@ -42,5 +39,7 @@ for _ in $(seq 1 50); do
 done
 echo "loader, executor and scheduler are serving (logs in $LOG)"
 "$CLI" models
-"$CLI" generate --model "$MODEL" --chat "Write a haiku about masks." \
-  --gen-length 64 --block-length 32 --steps 64 "$@"
+echo; echo "== unmask generate --prompt 'And God said unto Moses,'"
+"$CLI" generate --model "$MODEL" --prompt "And God said unto Moses," --gen-length 64 --block-length 32 --steps 64 "$@"
+echo; echo "== unmask generate --chat 'What does Genesis 1:1 say?'"
+"$CLI" generate --model "$MODEL" --chat "What does Genesis 1:1 say?" --gen-length 96 --block-length 32 --steps 96 "$@"

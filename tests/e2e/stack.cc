@@ -40,12 +40,15 @@ int MetricsPort(Process& p) {
 }
 }  // namespace
 
-Stack::Stack() {
-  const std::string model = root_.File("tiny-llada");
+Stack::Stack() : Stack(TestDataPath("tiny-llada"), "tiny-llada") {
+  fs::copy_file(TestDataPath("tokenizers/llada-like.tokenizer.json"), root_.File("tiny-llada") + "/tokenizer.json");
+}
+
+Stack::Stack(const std::string& model_dir, const std::string& name) : model_name_(name) {
+  const std::string model = root_.File(name);
   fs::create_directories(model);
-  for (const auto& f : fs::directory_iterator(TestDataPath("tiny-llada")))
+  for (const auto& f : fs::directory_iterator(model_dir))
     fs::copy_file(f.path(), model + "/" + f.path().filename().string());
-  fs::copy_file(TestDataPath("tokenizers/llada-like.tokenizer.json"), model + "/tokenizer.json");
 }
 
 Stack::~Stack() {
@@ -78,7 +81,7 @@ void Stack::StartLoader(const std::vector<std::string>& extra) {
 
 int Stack::StartExecutor(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {EXECUTOR_BIN, "--listen", "127.0.0.1:0", "--loader", loader_address(),
-                                   "--model", "tiny-llada", "--precision", "fp32", "--load-precision", "bf16",
+                                   "--model", model_name_, "--precision", "fp32", "--load-precision", "bf16",
                                    "--executor-id", "executor-" + std::to_string(executors_.size()),
                                    "--drain-timeout-seconds", "2"};
   executors_.push_back(std::make_unique<Process>(WithExtra(argv, extra)));

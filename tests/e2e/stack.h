@@ -24,6 +24,8 @@ CliResult RunCli(const std::string& args);
 class Stack {
  public:
   Stack();  // writes the model root (tiny-llada with the llada-like tokenizer)
+  // A model root holding a copy of the checkpoint directory `model_dir` under `name`.
+  Stack(const std::string& model_dir, const std::string& name);
   ~Stack();
 
   // Every service gets `--metrics-listen 127.0.0.1:0` unless `extra` names --metrics-listen;
@@ -52,6 +54,7 @@ class Stack {
 
  private:
   TempDir root_;
+  std::string model_name_;  // what StartExecutor serves
   std::unique_ptr<Process> redis_, loader_;
   std::vector<std::unique_ptr<Process>> executors_, schedulers_;
   int redis_port_ = 0, loader_port_ = 0, loader_metrics_port_ = 0;

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("--pretrain-steps", t.pretrain_steps)->capture_default_str();
   app.add_option("--chat-steps", t.chat_steps, "Steps of the chat stage (each also does a pre-training batch)")->capture_default_str();
   app.add_option("--lr", t.lr)->capture_default_str();
+  app.add_option("--chat-lr", t.chat_lr, "Peak learning rate of the chat stage (its own cosine)")->capture_default_str();
   app.add_option("--warmup-steps", t.warmup_steps)->capture_default_str();
   app.add_option("--weight-decay", t.weight_decay)->capture_default_str();
   app.add_option("--seed", t.seed)->capture_default_str();

@@ -124,6 +124,7 @@ StatusOr<TrainResult> RunTrainCommand(TrainCommandOptions o, std::ostream& log) 
       {"seq_len", o.train.seq_len},
       {"chat_len", o.train.chat_len},
       {"lr", o.train.lr},
+      {"chat_lr", o.train.chat_lr},
       {"seed", o.train.seed},
       {"compute", model::PrecisionName(o.train.compute)},
       {"tokens_seen_this_process", result.tokens_seen},

@@ -139,12 +139,18 @@ torch::Tensor StepLoss(const Trainer::State& s, const model::LladaModel& m, cons
   return MaskedLoss(m, b.ids, b.maskable, b.row_norm, t, draws, s.d.mask_id);
 }
 
+double Cosine(double peak, double min_ratio, double progress) {
+  return peak * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress))));
+}
+
+// Linear warm-up, cosine over pre-training; the chat stage has a cosine of its own.
 double LearningRate(const TrainOptions& o, std::int64_t step) {
-  const std::int64_t total = o.pretrain_steps + o.chat_steps;
+  if (step >= o.pretrain_steps)
+    return Cosine(o.chat_lr, o.min_lr_ratio,
+                  static_cast<double>(step - o.pretrain_steps) / std::max<std::int64_t>(1, o.chat_steps));
   if (step < o.warmup_steps) return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
-  const double progress = static_cast<double>(step - o.warmup_steps) / std::max<std::int64_t>(1, total - o.warmup_steps);
-  const double cosine = 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
-  return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * cosine);
+  return Cosine(o.lr, o.min_lr_ratio,
+                static_cast<double>(step - o.warmup_steps) / std::max<std::int64_t>(1, o.pretrain_steps - o.warmup_steps));
 }
 
 Status CheckOptions(const TrainOptions& o, const TrainData& d) {
@@ -159,6 +165,7 @@ Status CheckOptions(const TrainOptions& o, const TrainData& d) {
   if (o.pretrain_steps < 0 || o.chat_steps < 0 || o.pretrain_steps + o.chat_steps == 0)
     return InvalidArgumentError("training options: pretrain_steps and chat_steps must be >= 0 and not both 0");
   if (!(o.lr > 0)) return InvalidArgumentError("training option 'lr' must be positive");
+  if (!(o.chat_lr > 0)) return InvalidArgumentError("training option 'chat_lr' must be positive");
   if (!(o.mask_eps > 0 && o.mask_eps < 1)) return InvalidArgumentError("training option 'mask_eps' must be in (0, 1)");
   if (static_cast<std::int64_t>(d.train_stream.size()) < o.seq_len)
     return InvalidArgumentError("training data: the training stream has " + std::to_string(d.train_stream.size()) +

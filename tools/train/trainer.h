@@ -32,6 +32,9 @@ struct TrainOptions {
   std::int64_t pretrain_steps = 4000;
   std::int64_t chat_steps = 800;  // after pre-training; each is a chat step and a pre-training step
   double lr = 1e-3, min_lr_ratio = 0.1, weight_decay = 0.1, grad_clip = 1.0;
+  // The chat stage restarts the schedule: cosine from chat_lr down to min_lr_ratio * chat_lr
+  // (pre-training's cosine ends low, too low to learn the chat format in a short stage).
+  double chat_lr = 3e-4;
   std::int64_t warmup_steps = 200;
   double mask_eps = 1e-3;  // t ~ U(eps, 1]
   std::uint64_t seed = 1;
