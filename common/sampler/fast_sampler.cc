@@ -82,6 +82,7 @@ StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const Pr
     const std::int64_t steps_per_block = p.steps / num_blocks;
     const std::int64_t bl = p.block_length;
     std::unique_ptr<BlockForward> forward = MakeForward(o.cache, model);
+    const bool reference_confidence = o.cache == CacheKind::kNone && o.rule == DecodeRule::kSchedule;
 
     GenerationResult result;
     result.sampler = name;
@@ -101,8 +102,17 @@ StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const Pr
 
       for (std::int64_t i = 0;; ++i) {
         const at::Tensor mask_index = xb.eq(p.mask_id);  // [B, bl]
-        if (!mask_index.any().item<bool>()) break;
+        // Fast-dLLM's cache loops run at least one cached forward after a block's first step, even
+        // when that step (a threshold or factor rule) unmasked the whole block: it changes nothing,
+        // and it is run and counted as Fast-dLLM runs and counts it.
+        const bool fast_dllm_second_forward = o.cache != CacheKind::kNone && o.rule != DecodeRule::kSchedule && i == 1;
+        if (!mask_index.any().item<bool>() && !fast_dllm_second_forward) break;
         if (o.rule == DecodeRule::kSchedule && i >= steps_per_block) break;  // the schedule empties the block first
+        // Where top-k looks, as in Fast-dLLM: the whole row at a block's first step (and without a
+        // cache), the block and everything after it (prefix cache), the block alone (dual cache).
+        // Ties (confidences of exactly 1.0 are common on a confident model) then break the same way.
+        const std::int64_t topk_begin = i == 0 || o.cache == CacheKind::kNone ? 0 : block_start;
+        const std::int64_t topk_end = i > 0 && o.cache == CacheKind::kDual ? block_end : total;
 
         at::Tensor model_x = x;
         if (cfg) model_x = at::cat({x, x.clone().masked_fill_(prompt_index, p.mask_id)}, 0);
@@ -121,7 +131,12 @@ StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const Pr
         }
         at::Tensor x0_p;
         if (p.remasking == Remasking::kLowConfidence) {
-          x0_p = at::softmax(logits, -1).gather(-1, x0.unsqueeze(-1)).squeeze(-1);
+          // Fast-dLLM takes this softmax in float64 (near-1 confidences stay distinct, so top-k
+          // and the thresholds see what it sees); plain block_logits keeps the reference's dtype
+          // so that it stays exact to the reference.
+          x0_p = at::softmax(reference_confidence ? logits : logits.to(at::kDouble), -1)
+                     .gather(-1, x0.unsqueeze(-1))
+                     .squeeze(-1);
         } else {
           // The reference's draw shape, so that the generator stream stays the same.
           x0_p = at::empty({batch, total}, at::TensorOptions().dtype(at::kFloat).device(device))
@@ -148,7 +163,7 @@ StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const Pr
             k = o.rule == DecodeRule::kThreshold ? ThresholdCount(c, o.threshold) : FactorCount(c, o.factor);
           }
           if (k == 0) continue;
-          at::Tensor picked = std::get<1>(at::topk(confidence[r], k));
+          at::Tensor picked = std::get<1>(at::topk(confidence[r].narrow(0, topk_begin, topk_end - topk_begin), k)) + topk_begin;
           transfer[r].index_fill_(0, picked, true);
         }
         xb.copy_(at::where(transfer.narrow(1, block_start, bl), x0, xb));

@@ -8,6 +8,11 @@
 //  - Inputs, validation (ValidateParams, the same errors), left padding, classifier-free
 //    guidance, the two EOS switches, remasking, StepEvents and cancellation are the reference's.
 //  - Logits, noise and softmax are computed only for the current block's rows (block_logits).
+//  - Confidences are Fast-dLLM's: the softmax in float64 (the reference takes it in the logits'
+//    dtype; near-1 probabilities then tie, and top-k breaks ties its own way). Plain
+//    block_logits (no cache, the reference's schedule) keeps the reference's dtype, so that it
+//    stays exact to the reference. With early stop off, prefix_cache and dual_cache (with or
+//    without threshold) give Fast-dLLM's ids and forward counts (tests/engine/fastdllm_golden_test.cc).
 //  - rule kSchedule unmasks the reference's per-step counts (steps / num_blocks steps per block);
 //    kThreshold / kFactor decide the count per step and row from the confidences and move on to
 //    the next block when the current one has no masks left (a block takes 1 to block_length

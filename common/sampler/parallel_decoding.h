@@ -4,10 +4,9 @@
 // look only at the confidences of the still-masked positions of the current block of one batch
 // row, sorted in descending order (c_1 >= c_2 >= ... >= c_m), and return how many of the top ones
 // to unmask, n in [1, m] (0 only when m = 0). The positions unmasked are then the n most confident
-// ones, chosen exactly as the reference chooses its top-k. The confidences are the reference's:
-// the softmax probability of the chosen token in the compute dtype (Fast-dLLM's code takes the
-// softmax in float64; with bf16 compute a confidence is only good to ~3 significant digits), or
-// the uniform draw with random remasking.
+// ones, chosen exactly as the reference chooses its top-k. The confidences are Fast-dLLM's: the
+// softmax probability of the chosen token, the softmax taken in float64 (with bf16 compute the
+// logits are only good to ~3 significant digits), or the uniform draw with random remasking.
 //
 //  - threshold: n = #{ i : c_i >= threshold }, but at least 1 (the most confident token is always
 //    unmasked, so every step makes progress). threshold 0 unmasks the whole block in one step
@@ -16,9 +15,8 @@
 //    1 - factor / (n + 1) rises with n, this is also the length of the leading run of sorted
 //    confidences that pass their own bound. The paper writes the rule as (n + 1)(1 - c_n) < f;
 //    the official code compares c_n >= 1 - f / (n + 1) (ties pass), which is what is done here.
-//    One deliberate difference from the official code: when exactly the last of m > 1 sorted
-//    confidences fails its bound, the official loop cannot tell that apart from "all passed" and
-//    unmasks all m; here it unmasks m - 1, as the rule says.
+//    As in the official code, when exactly the last of m > 1 sorted confidences fails its bound
+//    all m are unmasked (its loop cannot tell that apart from "all passed").
 //
 // With either rule a block takes between 1 and block_length steps (not steps / num_blocks): the
 // sampler moves on to the next block as soon as the current one has no masks left.

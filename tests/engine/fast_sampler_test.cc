@@ -283,16 +283,17 @@ TEST(FastParallelDecodingTest, ThresholdCountsConfidencesAtOrAboveButAtLeastOne)
 TEST(FastParallelDecodingTest, FactorRuleTakesTheLongestRunAboveOneMinusFactorOverNPlusOne) {
   EXPECT_EQ(FactorCount({}, 1.0), 0);
   EXPECT_EQ(FactorCount({0.01}, 1.0), 1);
-  // f = 1: bounds for n = 2, 3, 4 are 2/3, 3/4, 4/5.
-  EXPECT_EQ(FactorCount({0.5, 0.4}, 1.0), 1);
-  EXPECT_EQ(FactorCount({0.99, 0.7, 0.1}, 1.0), 2);
+  // f = 1: bounds for n = 2, 3, 4, 5 are 2/3, 3/4, 4/5, 5/6.
   EXPECT_EQ(FactorCount({0.99, 0.9, 0.8, 0.7, 0.1}, 1.0), 3);
-  // Only the last of m fails: m - 1 (the official loop would take all m here; see the header).
-  EXPECT_EQ(FactorCount({0.99, 0.9, 0.8, 0.7}, 1.0), 3);
+  EXPECT_EQ(FactorCount({0.99, 0.5, 0.4, 0.3}, 1.0), 1);
   EXPECT_EQ(FactorCount({1.0, 1.0, 1.0}, 1.0), 3);
-  // f = 2: bounds 1/3, 1/2, 3/5; a confidence equal to its bound passes.
-  EXPECT_EQ(FactorCount({0.9, 0.5, 0.5, 0.45}, 2.0), 3);
-  EXPECT_EQ(FactorCount({0.9, 0.34, 0.2}, 2.0), 2);
+  // Fast-dLLM's loop: when exactly the last of m > 1 fails its bound, all m are unmasked.
+  EXPECT_EQ(FactorCount({0.5, 0.4}, 1.0), 2);
+  EXPECT_EQ(FactorCount({0.99, 0.7, 0.1}, 1.0), 3);
+  EXPECT_EQ(FactorCount({0.99, 0.9, 0.8, 0.7}, 1.0), 4);
+  // f = 2: bounds 1/3, 1/2, 3/5, 2/3; a confidence equal to its bound passes.
+  EXPECT_EQ(FactorCount({0.9, 0.5, 0.5, 0.45, 0.1}, 2.0), 3);
+  EXPECT_EQ(FactorCount({0.9, 0.34, 0.2, 0.1}, 2.0), 2);
   // A larger factor is more permissive.
   EXPECT_EQ(FactorCount({0.6, 0.55, 0.5, 0.45}, 1.0), 1);
   EXPECT_EQ(FactorCount({0.6, 0.55, 0.5, 0.45}, 3.0), 4);
@@ -375,11 +376,14 @@ TEST_F(FastSamplerTest, ThresholdZeroUnmasksAWholeBlockPerStep) {
       return true;
     });
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ASSERT_EQ(r->steps_run, 3) << r->sampler;
+    // With a cache, Fast-dLLM runs one cached forward after a block's first step even when that
+    // step unmasked the whole block; it unmasks nothing.
+    const std::int64_t per_block = cache == CacheKind::kNone ? 1 : 2;
+    ASSERT_EQ(r->steps_run, 3 * per_block) << r->sampler;
     for (std::size_t i = 0; i < events.size(); ++i) {
-      EXPECT_EQ(events[i].block, static_cast<std::int64_t>(i));
-      EXPECT_EQ(events[i].step_in_block, 0);
-      EXPECT_EQ(events[i].positions[0].size(), 8u);
+      EXPECT_EQ(events[i].block, static_cast<std::int64_t>(i) / per_block);
+      EXPECT_EQ(events[i].step_in_block, static_cast<std::int64_t>(i) % per_block);
+      EXPECT_EQ(events[i].positions[0].size(), events[i].step_in_block == 0 ? 8u : 0u);
     }
     // One step per block is what the schedule does with steps == num_blocks: same output.
     GenerationParams one = Params();
@@ -408,13 +412,21 @@ TEST_F(FastSamplerTest, ThresholdAboveOneUnmasksOneTokenPerStep) {
   EXPECT_EQ(r->steps_run, 24) << "one token per step, whatever `steps` says";
   EXPECT_EQ(r->output, reference->output) << "top-1 per step is the reference's one-per-step schedule";
 
-  // A vanishing factor also leaves only the most confident token per step.
+  // A vanishing factor also leaves only the most confident token per step, except that, as in
+  // Fast-dLLM's loop, the last two masked tokens of a block go together (only the last failed).
   FastOptions f = Options(CacheKind::kNone, DecodeRule::kFactor);
   f.factor = 1e-12;
-  auto rf = FastGenerate(*model_, Prompt(), Params(), f);
+  std::vector<std::size_t> counts;
+  auto rf = FastGenerate(*model_, Prompt(), Params(), f, [&](const StepEvent& ev) {
+    counts.push_back(ev.positions[0].size());
+    return true;
+  });
   ASSERT_TRUE(rf.ok());
-  EXPECT_EQ(rf->steps_run, 24);
-  EXPECT_EQ(rf->output, reference->output);
+  EXPECT_EQ(rf->steps_run, 21);
+  const std::vector<std::size_t> block = {1, 1, 1, 1, 1, 1, 2};
+  std::vector<std::size_t> expected;
+  for (int b = 0; b < 3; ++b) expected.insert(expected.end(), block.begin(), block.end());
+  EXPECT_EQ(counts, expected);
 }
 
 TEST_F(FastSamplerTest, ThresholdUnmasksExactlyTheConfidentTokensOfAStep) {
@@ -593,7 +605,7 @@ TEST_F(FastSamplerTest, RegistryParsesEveryNameAndRunsTheMode) {
   auto dual = Generate(SamplerMode::kDualCacheThreshold, *model_, Prompt(), Params(), o);
   ASSERT_TRUE(dual.ok());
   EXPECT_STREQ(dual->sampler, "dual_cache+threshold");
-  EXPECT_EQ(dual->steps_run, 3) << "threshold 0 from the options was not used";
+  EXPECT_EQ(dual->steps_run, 6) << "threshold 0 from the options was not used (a block and Fast-dLLM's second forward)";
 }
 
 TEST_F(FastSamplerTest, FastModesNeedTheLladaModel) {
