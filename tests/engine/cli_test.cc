@@ -83,6 +83,45 @@ TEST(UnmaskEngineCliTest, BadInputExitsWithTwoAndNamesTheProblem) {
   EXPECT_THAT(r.out, HasSubstr("--steps"));
 }
 
+TEST(UnmaskEngineCliTest, EveryFastModeIsReachableAndGivesFastDllmsIds) {
+  std::ifstream in(unmask::testing::TestDataPath("tiny-llada.fastdllm.golden.json"));
+  const json golden = json::parse(in);
+  for (int index : {0, 1, 2, 3}) {  // prefix_cache, prefix_cache+threshold, dual_cache, dual_cache+threshold
+    const json& c = golden["cases"][index];
+    const std::string cmd = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                            unmask::testing::TestDataPath("tiny-llada") + " --prompt-ids " + Join(c["prompt"]) +
+                            " --steps " + std::to_string(c["steps"].get<int>()) + " --gen-length " +
+                            std::to_string(c["gen_length"].get<int>()) + " --block-length " +
+                            std::to_string(c["block_length"].get<int>()) + " --sampler " + c["sampler"].get<std::string>() +
+                            " --threshold 0.9 --no-early-stop --json";
+    CommandResult r = RunCommand(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const json out = json::parse(r.out);
+    EXPECT_EQ(out["output"][0], c["output"]) << c["sampler"];
+    EXPECT_EQ(out["sampler"], c["sampler"]);
+    EXPECT_EQ(out["steps_run"], c["nfe"]) << c["sampler"];
+  }
+}
+
+TEST(UnmaskEngineCliTest, BadSamplerOptionsAreNamed) {
+  const std::string base =
+      std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") + " --prompt-ids 1,2";
+  CommandResult r = RunCommand(base + " --sampler warp_speed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--sampler"));
+  EXPECT_THAT(r.out, HasSubstr("warp_speed"));
+  EXPECT_THAT(r.out, HasSubstr("dual_cache+threshold"));  // what is accepted
+  r = RunCommand(base + " --sampler threshold --threshold -1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("threshold must be a finite number >= 0"));
+  r = RunCommand(base + " --sampler factor --factor 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("factor must be a finite number > 0"));
+  r = RunCommand(base + " --threads -2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--threads"));
+}
+
 TEST(MakeModelCliTest, WritesACheckpointTheEngineGeneratesFrom) {
   unmask::testing::TempDir dir;
   const std::string model = dir.File("m");

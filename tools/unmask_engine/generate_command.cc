@@ -2,12 +2,15 @@
 
 #include <sys/stat.h>
 
+#include <ATen/Parallel.h>
+
 #include <chrono>
+#include <thread>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/model/llada_model.h"
-#include "common/sampler/reference_sampler.h"
+#include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/chat_template.h"
 #include "common/tokenizer/tokenizer.h"
 
@@ -104,6 +107,16 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   auto remasking = sampler::ParseRemasking(o.remasking);
   if (!remasking.ok()) return fail(remasking.status());
   params.remasking = *remasking;
+  auto mode = sampler::ParseSamplerMode(o.sampler);
+  if (!mode.ok()) return fail(Status(mode.status().code(), "--sampler: " + mode.status().message()));
+  sampler::FastOptions fast;
+  fast.threshold = o.threshold;
+  fast.factor = o.factor;
+  fast.early_stop = !o.no_early_stop;
+  if (Status s = sampler::ValidateFastOptions(fast); !s.ok()) return fail(s);
+  if (o.threads < 0) return fail(InvalidArgumentError("--threads must be >= 0 (0: one per core), got " + std::to_string(o.threads)));
+  // LibTorch's own default counted one thread on a 2-core machine here.
+  at::set_num_threads(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   model::ModelOptions mopts;
   auto precision = model::ParsePrecision(o.precision);
   if (!precision.ok()) return fail(precision.status());
@@ -123,7 +136,7 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   params.eot_id = config.eot_token_id;
 
   nlohmann::json per_step = nlohmann::json::array();
-  auto result = sampler::ReferenceGenerate(**model, prompts, params, [&](const sampler::StepEvent& ev) {
+  auto result = sampler::Generate(*mode, **model, prompts, params, fast, [&](const sampler::StepEvent& ev) {
     per_step.push_back(ev.positions);
     return true;
   });
@@ -152,7 +165,8 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
                         {"unmasked_per_step", per_step},
                         {"seconds", result->seconds},
                         {"tokens_per_second", tokens / result->seconds},
-                        {"sampler", result->sampler}};
+                        {"sampler", result->sampler},
+                        {"steps_run", result->steps_run}};
     if (!texts.empty()) j["text"] = texts;
     if (!o.prompt_text.empty()) j["prompt_ids"] = prompts.ids;
     out << j.dump() << "\n";
@@ -191,6 +205,14 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--precision", opts->precision, "fp32, bf16 or fp16")->capture_default_str();
   cmd->add_option("--device", opts->device, "cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--attention-chunk", opts->attention_chunk, "Query rows per attention chunk (0 = all)")->capture_default_str();
+  cmd->add_option("--sampler", opts->sampler,
+                  "reference (the official algorithm) or a fast mode: block_logits, prefix_cache, dual_cache, threshold, "
+                  "factor, prefix_cache+threshold, dual_cache+threshold, prefix_cache+factor, dual_cache+factor")
+      ->capture_default_str();
+  cmd->add_option("--threshold", opts->threshold, "Confidence threshold of the threshold rule, >= 0")->capture_default_str();
+  cmd->add_option("--factor", opts->factor, "Factor of the factor rule, > 0")->capture_default_str();
+  cmd->add_flag("--no-early-stop", opts->no_early_stop, "Fast modes: do not stop when a block ends in EOS");
+  cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per core)")->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print {\"output\", \"unmasked_per_step\", \"seconds\"} as JSON");
   cmd->callback([opts]() { throw CLI::RuntimeError(RunGenerate(*opts, std::cout, std::cerr)); });
 }

@@ -25,6 +25,11 @@ struct GenerateOptions {
   std::string precision = "fp32";
   std::string device = "cpu";
   std::int64_t attention_chunk = 0;
+  std::string sampler = "reference";  // any name of sampler_registry.h, e.g. dual_cache+threshold
+  double threshold = 0.9;             // threshold rule (fast modes)
+  double factor = 1.0;                // factor rule (fast modes)
+  bool no_early_stop = false;         // fast modes: run every block even after one ends in EOS
+  int threads = 0;                    // intra-op threads; 0: one per core
   bool json = false;
 };
 
