@@ -58,24 +58,18 @@ const char* FastModeName(CacheKind cache, DecodeRule rule) {
 
 StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& raw_prompts,
                                         const GenerationParams& p, const FastOptions& o, const StepCallback& on_step) {
-  const auto& config = model.config();
-  UNMASK_ASSIGN_OR_RETURN(PromptBatch prompts, NormalizePromptBatch(raw_prompts, config.pad_token_id, config.embedding_size));
-  const std::int64_t batch = static_cast<std::int64_t>(prompts.ids.size());
-  const std::int64_t prompt_len = static_cast<std::int64_t>(prompts.ids[0].size());
-  UNMASK_RETURN_IF_ERROR(ValidateParams(p, config, prompt_len));
+  UNMASK_ASSIGN_OR_RETURN(SamplingStart s, StartSampling(model, raw_prompts, p));
   UNMASK_RETURN_IF_ERROR(ValidateFastOptions(o));
+  const std::int64_t batch = s.batch, prompt_len = s.prompt_len, total = s.total;
   const char* name = FastModeName(o.cache, o.rule);
   const auto start = std::chrono::steady_clock::now();
   try {
     const at::Device device = model.device();
-    at::Generator gen = MakeSeededGenerator(device, p.seed);
-
-    const std::int64_t total = prompt_len + p.gen_length;
-    InitialSequence seq = MakeInitialSequence(prompts.ids, prompts.attention_mask, p.gen_length, p.mask_id, device);
-    at::Tensor x = std::move(seq.x);
-    const at::Tensor attention_mask = std::move(seq.attention_mask);
+    at::Generator gen = s.gen;
+    at::Tensor x = std::move(s.x);
+    const at::Tensor attention_mask = std::move(s.attention_mask);
+    const at::Tensor prompt_index = std::move(s.prompt_index);
     const bool cfg = p.cfg_scale > 0;
-    const at::Tensor prompt_index = x.ne(p.mask_id);
     const at::Tensor model_mask =
         cfg && attention_mask.defined() ? at::cat({attention_mask, attention_mask}, 0) : attention_mask;
     const std::int64_t num_blocks = p.gen_length / p.block_length;
@@ -183,14 +177,7 @@ StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const Pr
         }
 
         ++result.steps_run;
-        if (on_step) {
-          StepEvent ev = MakeStepEvent(transfer, x, prompt_len);
-          ev.step = step;
-          ev.block = nb;
-          ev.step_in_block = i;
-          ev.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          if (!on_step(ev)) return CancelledError("generation cancelled after step " + std::to_string(ev.step));
-        }
+        UNMASK_RETURN_IF_ERROR(ReportStep(on_step, transfer, x, prompt_len, step, nb, i, start));
         ++step;
         if (all_done) break;
       }

@@ -29,21 +29,15 @@ at::Tensor StepLogits(const model::ModelBackend& model, const at::Tensor& x, con
 
 StatusOr<GenerationResult> ReferenceGenerate(const model::ModelBackend& model, const PromptBatch& raw_prompts,
                                              const GenerationParams& p, const StepCallback& on_step) {
-  const auto& config = model.config();
-  UNMASK_ASSIGN_OR_RETURN(PromptBatch prompts, NormalizePromptBatch(raw_prompts, config.pad_token_id, config.embedding_size));
-  const std::int64_t batch = static_cast<std::int64_t>(prompts.ids.size());
-  const std::int64_t prompt_len = static_cast<std::int64_t>(prompts.ids[0].size());
-  UNMASK_RETURN_IF_ERROR(ValidateParams(p, config, prompt_len));
+  UNMASK_ASSIGN_OR_RETURN(SamplingStart s, StartSampling(model, raw_prompts, p));
+  const std::int64_t batch = s.batch, prompt_len = s.prompt_len, total = s.total;
   const auto start = std::chrono::steady_clock::now();
   try {
     const at::Device device = model.device();
-    at::Generator gen = MakeSeededGenerator(device, p.seed);
-
-    const std::int64_t total = prompt_len + p.gen_length;
-    InitialSequence seq = MakeInitialSequence(prompts.ids, prompts.attention_mask, p.gen_length, p.mask_id, device);
-    at::Tensor x = std::move(seq.x);
-    const at::Tensor attention_mask = std::move(seq.attention_mask);
-    const at::Tensor prompt_index = x.ne(p.mask_id);
+    at::Generator gen = s.gen;
+    at::Tensor x = std::move(s.x);
+    const at::Tensor attention_mask = std::move(s.attention_mask);
+    const at::Tensor prompt_index = std::move(s.prompt_index);
     const std::int64_t num_blocks = p.gen_length / p.block_length;
     const std::int64_t steps_per_block = p.steps / num_blocks;
 
@@ -87,14 +81,7 @@ StatusOr<GenerationResult> ReferenceGenerate(const model::ModelBackend& model, c
         x = at::where(transfer, x0, x);
 
         ++result.steps_run;
-        if (on_step) {
-          StepEvent ev = MakeStepEvent(transfer, x, prompt_len);
-          ev.step = nb * steps_per_block + i;
-          ev.block = nb;
-          ev.step_in_block = i;
-          ev.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          if (!on_step(ev)) return CancelledError("generation cancelled after step " + std::to_string(ev.step));
-        }
+        UNMASK_RETURN_IF_ERROR(ReportStep(on_step, transfer, x, prompt_len, nb * steps_per_block + i, nb, i, start));
       }
     }
     result.output = ToRows(x.narrow(1, prompt_len, p.gen_length));

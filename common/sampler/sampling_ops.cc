@@ -69,4 +69,39 @@ InitialSequence MakeInitialSequence(const std::vector<std::vector<std::int64_t>>
   return s;
 }
 
+StatusOr<SamplingStart> StartSampling(const model::ModelBackend& model, const PromptBatch& raw_prompts,
+                                      const GenerationParams& p) {
+  const auto& config = model.config();
+  UNMASK_ASSIGN_OR_RETURN(PromptBatch prompts, NormalizePromptBatch(raw_prompts, config.pad_token_id, config.embedding_size));
+  SamplingStart s;
+  s.batch = static_cast<std::int64_t>(prompts.ids.size());
+  s.prompt_len = static_cast<std::int64_t>(prompts.ids[0].size());
+  s.total = s.prompt_len + p.gen_length;
+  UNMASK_RETURN_IF_ERROR(ValidateParams(p, config, s.prompt_len));
+  try {
+    const c10::Device device = model.device();
+    s.gen = MakeSeededGenerator(device, p.seed);
+    InitialSequence seq = MakeInitialSequence(prompts.ids, prompts.attention_mask, p.gen_length, p.mask_id, device);
+    s.x = std::move(seq.x);
+    s.attention_mask = std::move(seq.attention_mask);
+    s.prompt_index = s.x.ne(p.mask_id);
+  } catch (const std::exception& e) {
+    return InternalError(std::string("sampler set-up: ") + e.what());
+  }
+  return s;
+}
+
+Status ReportStep(const StepCallback& on_step, const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len,
+                  std::int64_t step, std::int64_t block, std::int64_t step_in_block,
+                  std::chrono::steady_clock::time_point start) {
+  if (!on_step) return OkStatus();
+  StepEvent ev = MakeStepEvent(transfer, x, prompt_len);
+  ev.step = step;
+  ev.block = block;
+  ev.step_in_block = step_in_block;
+  ev.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!on_step(ev)) return CancelledError("generation cancelled after step " + std::to_string(step));
+  return OkStatus();
+}
+
 }  // namespace unmask::sampler

@@ -4,10 +4,14 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
+#include "common/model/model_backend.h"
+#include "common/sampler/generation_params.h"
 #include "common/sampler/step_event.h"
+#include "common/util/status.h"
 
 namespace unmask::sampler {
 
@@ -34,5 +38,25 @@ InitialSequence MakeInitialSequence(const std::vector<std::vector<std::int64_t>>
 
 // Positions (relative to prompt_len, ascending) and tokens set in `transfer` ([B, L] bool).
 StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len);
+
+// What every sampler starts from: the prompts normalized (rows left-padded with the model's pad
+// id, ids checked against its vocabulary), the parameters validated against the model, the
+// seeded generator, and the starting sequence with its attention mask and prompt positions.
+// Errors: those of NormalizePromptBatch and ValidateParams, as they are.
+struct SamplingStart {
+  std::int64_t batch = 0, prompt_len = 0, total = 0;  // total = prompt_len + gen_length
+  at::Generator gen;
+  at::Tensor x;               // [B, total]: prompts then mask ids
+  at::Tensor attention_mask;  // undefined when no row is padded
+  at::Tensor prompt_index;    // x != mask_id at the start
+};
+StatusOr<SamplingStart> StartSampling(const model::ModelBackend& model, const PromptBatch& prompts,
+                                      const GenerationParams& params);
+
+// Reports one step to `on_step` (when set): the tokens `transfer` set, the step's indices and the
+// time since `start`. Cancelled ("generation cancelled after step N") when the callback says stop.
+Status ReportStep(const StepCallback& on_step, const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len,
+                  std::int64_t step, std::int64_t block, std::int64_t step_in_block,
+                  std::chrono::steady_clock::time_point start);
 
 }  // namespace unmask::sampler
