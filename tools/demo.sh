@@ -41,5 +41,5 @@ echo "loader, executor and scheduler are serving (logs in $LOG)"
 "$CLI" models
 echo; echo "== unmask generate --prompt 'And God said unto Moses,'"
 "$CLI" generate --model "$MODEL" --prompt "And God said unto Moses," --gen-length 64 --block-length 32 --steps 64 "$@"
-echo; echo "== unmask generate --chat 'What does Genesis 1:1 say?'"
-"$CLI" generate --model "$MODEL" --chat "What does Genesis 1:1 say?" --gen-length 96 --block-length 32 --steps 96 "$@"
+echo; echo "== unmask generate --chat 'What does John 3:16 say?'"
+"$CLI" generate --model "$MODEL" --chat "What does John 3:16 say?" --gen-length 96 --block-length 32 --steps 96 "$@"

@@ -81,14 +81,14 @@ TEST(TrainedModelEndToEndTest, TheCommittedModelWritesWordsOfItsCorpusThroughThe
   EXPECT_EQ(text.find("\xEF\xBF\xBD"), std::string::npos) << "broken UTF-8 in: " << text;
 
   // Chat: the template goes in, an answer comes out and ends with EOT/EOS before the length runs out.
-  r = stack.Cli(s, "generate --model unmask-kjv --chat 'What does Genesis 1:1 say?' --gen-length 96"
+  r = stack.Cli(s, "generate --model unmask-kjv --chat 'What does John 3:16 say?' --gen-length 96"
                    " --block-length 32 --steps 96 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const json answer = Completed(JsonLines(r.out));
   ASSERT_FALSE(answer.is_null()) << r.out;
   const std::string reply = answer.value("text", "");
   EXPECT_EQ(answer.value("finish_reason", ""), "eos") << r.out;
-  EXPECT_GE(Words(reply).size(), 3u) << reply;
+  EXPECT_GE(Words(reply).size(), 3u) << reply;  // "And he said, It is not." (the model is small)
   EXPECT_GE(CorpusShare(reply), 0.95) << reply;
   EXPECT_EQ(reply.find("<|"), std::string::npos) << reply;
 }

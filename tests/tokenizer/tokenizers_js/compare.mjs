@@ -1,6 +1,7 @@
-// Encodes every line of TEXT_FILE (and a rendered chat turn) with Hugging Face's tokenizers.js
-// and with `unmask-engine tokenize`, and fails on the first difference in ids or in the text the
-// ids decode back to.
+// Encodes the verse texts of TEXT_FILE (as one text, one verse per line), a rendered chat turn and
+// a string of awkward characters with Hugging Face's tokenizers.js and with `unmask-engine
+// tokenize` (one process per text: each start loads LibTorch), and fails on the first difference
+// in ids or in the text the ids decode back to.
 //   node compare.mjs TOKENIZER_JSON TEXT_FILE UNMASK_ENGINE
 import { Tokenizer } from "@huggingface/tokenizers";
 import { spawnSync } from "node:child_process";
@@ -19,8 +20,9 @@ function unmaskIds(text) {
   return JSON.parse(r.stdout.toString()).ids;
 }
 
-const texts = fs.readFileSync(textPath, "utf8").split("\n").filter((l) => l.length > 0)
+const verses = fs.readFileSync(textPath, "utf8").split("\n").filter((l) => l.length > 0)
   .map((l) => l.slice(l.indexOf(" ") + 1));
+const texts = [verses.join("\n")];
 texts.push("<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nWhat does Genesis 1:1 say?<|eot_id|>" +
            "<|start_header_id|>assistant<|end_header_id|>\n\n");
 texts.push("  Two spaces, tabs\tand\nnewlines; digits 1234 and ünïcödé — “quotes” 's 've.");
@@ -32,10 +34,11 @@ for (const text of texts) {
     console.error(`ids differ for ${JSON.stringify(text)}\n tokenizers.js: ${expected}\n unmask:        ${actual}`);
     process.exit(1);
   }
-  if (tok.decode(expected) !== text) {
-    console.error(`tokenizers.js does not round-trip ${JSON.stringify(text)}: ${JSON.stringify(tok.decode(expected))}`);
+  const decoded = tok.decode(expected, { clean_up_tokenization_spaces: false });
+  if (decoded !== text) {
+    console.error(`tokenizers.js does not round-trip ${JSON.stringify(text)}: ${JSON.stringify(decoded)}`);
     process.exit(1);
   }
   ++checked;
 }
-console.log(`tokenizers.js and unmask agree on ${checked} texts`);
+console.log(`tokenizers.js and unmask agree on ${checked} texts (${verses.length} verses in the first)`);
