@@ -19,13 +19,18 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev python3
   # the corpus unmask trains its own model on (tools/make_corpus.sh)
   bible-kjv bible-kjv-text
-  # Hugging Face's tokenizers.js (from npm) checks the tokenizer.json files unmask writes
-  nodejs npm
   # helm chart renderer (tools/helmrender): Helm's template engine from Debian's Go packages
   # (sprig v3 templates, draft-07 JSON Schema, sigs.k8s.io/yaml), built offline in GOPATH mode
   golang-go golang-github-masterminds-sprig-dev golang-github-xeipuuv-gojsonschema-dev
   golang-k8s-sigs-yaml-dev
 )
+
+# Node.js runs Hugging Face's tokenizers.js (from npm), which checks the tokenizer.json files
+# unmask writes. A machine may already have a Node.js of its own (NodeSource's bundles npm and
+# conflicts with Debian's npm package): Debian's packages are installed only where node or npm
+# is missing.
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
