@@ -28,6 +28,7 @@
 #include "bench/common/bench_report.h"
 #include "common/memory/clamp.h"
 #include "common/model/llada_model.h"
+#include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/chat_template.h"
 #include "common/weights/progressive_loader.h"
@@ -161,7 +162,7 @@ int main(int argc, char** argv) {
   app.add_option("--mode-prompts", mode_prompts)->capture_default_str();
   app.add_option("--doc", doc, "markdown file whose bench:quality-* sections are replaced");
   CLI11_PARSE(app, argc, argv);
-  at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  (void)model::SetIntraOpThreads(0);
 
   const auto corpus = Check(train::ReadVerseCorpus(corpus_path, held_out_every), "corpus");
   const auto tok = Check(tokenizer::Tokenizer::FromFile(dir + "/tokenizer.json"), "tokenizer");

@@ -24,6 +24,7 @@ struct Flags {
   std::string precision = "bf16";
   int attach_timeout_seconds = 300, drain_seconds = 30;
   std::int64_t attention_chunk = 0;
+  int intra_op_threads = 0;
   unmask::executor::ExecutorOptions options;
   unmask::telemetry::TelemetryOptions telemetry;
 };
@@ -98,7 +99,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--executor-id", f.options.executor_id, "Name reported to the loader and the scheduler");
-  app.add_option("--workers", f.options.workers, "Compute threads")->capture_default_str();
+  app.add_option("--workers", f.options.workers, "Jobs run at once, each on its own thread")->capture_default_str();
+  app.add_option("--intra-op-threads", f.intra_op_threads,
+                 "Threads one forward pass uses (0: one per core; LibTorch's own default took one on 2-core machines)")
+      ->capture_default_str();
   app.add_option("--max-batch,--max-concurrent-jobs", f.options.max_batch, "Jobs batched into one forward pass (the jobs one worker runs at once)")
       ->capture_default_str();
   app.add_option("--max-queued-jobs", f.options.max_queued_jobs, "Queue limit")->capture_default_str();
@@ -112,6 +116,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   f.options.model_id = f.model;
   // Before anything is asked of the loader: a bad flag must not load a model there.
+  if (auto threads = unmask::model::SetIntraOpThreads(f.intra_op_threads); !threads.ok()) {
+    std::cerr << "unmask-executor: --intra-op-threads: " << threads.status().message() << std::endl;
+    return 2;
+  }
   if (auto checked = ModelOptionsFrom(f); !checked.ok()) {
     std::cerr << "unmask-executor: " << checked.status().message() << std::endl;
     return checked.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;

@@ -305,7 +305,12 @@ TEST(ExecutorBinaryTest, ABadDeviceStopsItBeforeItAsksTheLoaderForAnything) {
                     "--attach-timeout-seconds", "5"});
   EXPECT_EQ(executor.Wait(), 2);
   EXPECT_THAT(executor.output(), HasSubstr("device 'gpu0'"));
-  EXPECT_EQ(ListModels(loader_port).models_size(), 0);  // nothing was loaded for it
+  Process threads({EXECUTOR_BIN, "--listen", "127.0.0.1:0", "--loader", "127.0.0.1:" + std::to_string(loader_port),
+                   "--model", "tiny-llada", "--intra-op-threads", "-1", "--metrics-listen", "127.0.0.1:0",
+                   "--attach-timeout-seconds", "5"});
+  EXPECT_EQ(threads.Wait(), 2);
+  EXPECT_THAT(threads.output(), HasSubstr("--intra-op-threads: intra-op threads must be >= 0"));
+  EXPECT_EQ(ListModels(loader_port).models_size(), 0);  // nothing was loaded for either
   loader->Kill(SIGTERM);
   EXPECT_EQ(loader->Wait(), 0);
 }

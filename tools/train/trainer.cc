@@ -297,7 +297,7 @@ StatusOr<std::int64_t> LoadCheckpoint(Trainer::State& s) {
 
 StatusOr<TrainResult> Trainer::Run(const std::function<void(const StepReport&)>& report) {
   State& s = *s_;
-  at::set_num_threads(s.o.threads > 0 ? s.o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  UNMASK_RETURN_IF_ERROR(model::SetIntraOpThreads(s.o.threads).status());
   TrainResult result;
   if (!s.o.work_dir.empty()) {
     UNMASK_ASSIGN_OR_RETURN(s.step, LoadCheckpoint(s));

@@ -2,14 +2,12 @@
 
 #include <sys/stat.h>
 
-#include <ATen/Parallel.h>
-
 #include <chrono>
-#include <thread>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/model/llada_model.h"
+#include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/chat_template.h"
 #include "common/tokenizer/tokenizer.h"
@@ -114,9 +112,8 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   fast.factor = o.factor;
   fast.early_stop = !o.no_early_stop;
   if (Status s = sampler::ValidateFastOptions(fast); !s.ok()) return fail(s);
-  if (o.threads < 0) return fail(InvalidArgumentError("--threads must be >= 0 (0: one per core), got " + std::to_string(o.threads)));
-  // LibTorch's own default counted one thread on a 2-core machine here.
-  at::set_num_threads(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  if (auto threads = model::SetIntraOpThreads(o.threads); !threads.ok())
+    return fail(Status(threads.status().code(), "--threads: " + threads.status().message()));
   model::ModelOptions mopts;
   auto precision = model::ParsePrecision(o.precision);
   if (!precision.ok()) return fail(precision.status());
