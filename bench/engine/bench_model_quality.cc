@@ -20,7 +20,6 @@
 #include <iostream>
 #include <map>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -58,16 +57,7 @@ std::shared_ptr<const model::LladaModel> FromSpec(const std::string& dir, const 
   return Check(model::LladaModel::FromSegment(std::make_shared<weights::AttachedModel>(std::move(attached)), mo), "model");
 }
 
-std::vector<std::string> Words(const std::string& text) {
-  static const std::regex word("[A-Za-z]+('[A-Za-z]+)?");
-  std::vector<std::string> out;
-  for (std::sregex_iterator it(text.begin(), text.end(), word), end; it != end; ++it) {
-    std::string w = it->str();
-    for (auto& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.push_back(w);
-  }
-  return out;
-}
+using train::Words;
 
 // Held-out windows [N, L] and the quality figures of one model on them.
 struct HeldOut {

@@ -6,12 +6,12 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include "tests/e2e/stack.h"
 #include "tests/engine/test_paths.h"
+#include "tools/train/verse_corpus.h"
 
 namespace unmask::testing {
 namespace {
@@ -28,16 +28,7 @@ std::vector<json> JsonLines(const std::string& out) {
   return lines;
 }
 
-std::vector<std::string> Words(const std::string& text) {
-  static const std::regex word("[A-Za-z]+('[A-Za-z]+)?");
-  std::vector<std::string> out;
-  for (std::sregex_iterator it(text.begin(), text.end(), word), end; it != end; ++it) {
-    std::string w = it->str();
-    for (auto& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.push_back(w);
-  }
-  return out;
-}
+using train::Words;
 
 // Share of the words of `text` that the corpus has (tests/data/corpus/kjv-words.txt).
 double CorpusShare(const std::string& text) {

@@ -23,6 +23,12 @@ TEST(VerseCorpus, ParsesReferencesAndGroupsChapters) {
   EXPECT_EQ(BookName("Zzz"), "Zzz");
 }
 
+TEST(VerseCorpus, WordsAreLowerCasedLetterRunsKeepingTheirSuffix) {
+  EXPECT_EQ(Words("And God's LORD, 1 thee;--Amen."),
+            (std::vector<std::string>{"and", "god's", "lord", "thee", "amen"}));
+  EXPECT_TRUE(Words(" 12 ; ").empty());
+}
+
 TEST(VerseCorpus, BadLinesAreNamed) {
   auto bad = ParseVerseCorpus("Ge1:1 In the beginning.\n\nthis is not a verse\n", "kjv.txt");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 namespace unmask::train {
@@ -69,6 +70,17 @@ StatusOr<VerseCorpus> ReadVerseCorpus(const std::string& path, int held_out_ever
   std::stringstream buf;
   buf << in.rdbuf();
   return ParseVerseCorpus(buf.str(), path, held_out_every);
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  static const std::regex word("[A-Za-z]+('[A-Za-z]+)?");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(text.begin(), text.end(), word), end; it != end; ++it) {
+    std::string w = it->str();
+    for (auto& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.push_back(w);
+  }
+  return out;
 }
 
 std::string BookName(const std::string& a) {

@@ -36,6 +36,10 @@ struct VerseCorpus {
 StatusOr<VerseCorpus> ReadVerseCorpus(const std::string& path, int held_out_every = 50);
 StatusOr<VerseCorpus> ParseVerseCorpus(const std::string& text, const std::string& source, int held_out_every = 50);
 
+// The words of `text`, lower-cased: runs of ASCII letters with an optional 's-style suffix
+// (how tests/data/corpus/kjv-words.txt was cut from the corpus).
+std::vector<std::string> Words(const std::string& text);
+
 // "Genesis" for "Ge", "1 Samuel" for "1Sm"; an unknown abbreviation is returned as it is.
 std::string BookName(const std::string& abbreviation);
 
