@@ -151,7 +151,21 @@ int main(int argc, char** argv) {
   app.add_option("--chat-pairs", chat_n)->capture_default_str();
   app.add_option("--mode-prompts", mode_prompts)->capture_default_str();
   app.add_option("--doc", doc, "markdown file whose bench:quality-* sections are replaced");
+  std::string sections = "heldout,chat,samplers,clamp";
+  app.add_option("--sections", sections, "Comma-separated parts to measure (and replace in --doc)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  std::set<std::string> wanted;
+  {
+    std::stringstream in(sections);
+    for (std::string part; std::getline(in, part, ',');) {
+      if (part != "heldout" && part != "chat" && part != "samplers" && part != "clamp") {
+        std::cerr << "--sections: unknown part '" << part << "' (heldout, chat, samplers, clamp)\n";
+        return 2;
+      }
+      wanted.insert(part);
+    }
+  }
+  auto want = [&](const char* part) { return wanted.count(part) > 0; };
   (void)model::SetIntraOpThreads(0);
 
   const auto corpus = Check(train::ReadVerseCorpus(corpus_path, held_out_every), "corpus");
@@ -220,7 +234,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::int64_t>> bf16_out;
   std::string samples;
   std::stringstream spec_list(specs);
-  for (std::string spec; std::getline(spec_list, spec, ',');) {
+  for (std::string spec; want("heldout") && std::getline(spec_list, spec, ',');) {
     auto m = FromSpec(dir, spec);
     at::NoGradGuard no_grad;
     const double a15 = MaskedAccuracy(*m, h, 0.15), a50 = MaskedAccuracy(*m, h, 0.5), a90 = MaskedAccuracy(*m, h, 0.9);
@@ -253,12 +267,15 @@ int main(int argc, char** argv) {
   chat << "Reference sampler, gen_length 96, block 32, 96 steps, temperature 0; the reply is the text before the first"
        << " EOT/EOS. Exact: the reply equals the verse text; words in place: share of the expected reply's words that"
        << " the reply has at the same position; stopped: the model ended its reply with EOT/EOS.\n\n"
-       << "| pairs | n | exact | words in place | stopped |\n|---|---|---|---|---|\n";
+       << " Reply words: mean words per reply (the expected mean in brackets); corpus words: share of the reply's"
+       << " words that are words of the corpus.\n\n"
+       << "| pairs | n | exact | words in place | reply words | corpus words | stopped |\n|---|---|---|---|---|---|---|\n";
   std::string chat_samples;
   for (const bool held : {false, true}) {
+    if (!want("chat")) break;
     const auto pairs = Check(train::MakeChatExamples(held ? corpus.held_out : corpus.train, *tok, ids, 128), "pairs");
     for (const bool finish : {false, true}) {
-      std::int64_t n = 0, exact = 0, stopped = 0;
+      std::int64_t n = 0, exact = 0, stopped = 0, got_words = 0, want_words = 0, known_words = 0;
       double in_place = 0;
       for (std::size_t i = 0; n < chat_n / 2 && i < pairs.size(); i += std::max<std::size_t>(1, pairs.size() / chat_n)) {
         const auto& pair = pairs[i];
@@ -272,15 +289,21 @@ int main(int argc, char** argv) {
         for (auto id : out.output[0]) stop = stop || id == config.eos_token_id || id == config.eot_token_id;
         stopped += stop;
         exact += reply == pair.reply;
-        const auto want = Words(pair.reply), got = Words(reply);
+        const auto expected = Words(pair.reply), got = Words(reply);
+        got_words += got.size();
+        want_words += expected.size();
+        for (const auto& w : got) known_words += vocabulary.count(w);
         std::size_t match = 0;
-        for (std::size_t k = 0; k < want.size() && k < got.size(); ++k) match += want[k] == got[k];
-        in_place += want.empty() ? 0 : static_cast<double>(match) / want.size();
+        for (std::size_t k = 0; k < expected.size() && k < got.size(); ++k) match += expected[k] == got[k];
+        in_place += expected.empty() ? 0 : static_cast<double>(match) / expected.size();
         if (n <= 2) chat_samples += std::string("- ") + (held ? "held-out" : "trained") + ": *" + pair.question + "* → " + reply + "\n";
       }
       chat << "| " << (held ? "held-out" : "trained") << ", " << (finish ? "finish the verse" : "what does B c:v say")
            << " | " << n << " | " << Fmt("%.0f%%", n ? 100.0 * exact / n : 0) << " | "
-           << Fmt("%.1f%%", n ? 100.0 * in_place / n : 0) << " | " << Fmt("%.0f%%", n ? 100.0 * stopped / n : 0) << " |\n";
+           << Fmt("%.1f%%", n ? 100.0 * in_place / n : 0) << " | " << Fmt("%.1f", n ? 1.0 * got_words / n : 0)
+           << Fmt(" (%.1f)", n ? 1.0 * want_words / n : 0) << " | "
+           << Fmt("%.1f%%", got_words ? 100.0 * known_words / got_words : 0) << " | "
+           << Fmt("%.0f%%", n ? 100.0 * stopped / n : 0) << " |\n";
     }
   }
   chat << "\n" << chat_samples;
@@ -296,6 +319,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::int64_t>> reference(mode_prompts);
   double reference_seconds = 0;
   for (auto mode : sampler::AllSamplerModes()) {
+    if (!want("samplers")) break;
     double seconds = 0, forwards = 0;
     std::int64_t same = 0, total = 0;
     for (int i = 0; i < mode_prompts && i < static_cast<int>(prompt_texts.size()); ++i) {
@@ -317,7 +341,7 @@ int main(int argc, char** argv) {
 
   // Each clamp policy at a budget the request does not fit: what runs, and how close it stays.
   std::ostringstream clamps;
-  {
+  if (want("clamp")) {
     memory::GenerationRequest asked;
     asked.prompt_length = static_cast<std::int64_t>(Check(tok->Encode(prompt_texts[0], false), "prompt").size());
     asked.gen_length = 256;
@@ -368,10 +392,10 @@ int main(int argc, char** argv) {
   const std::string footer = "\nMachine: " + bench::MachineDescription() + ". Command: `" + bench::CommandLine(argc, argv) + "`.\n";
   std::cout << quality.str() << "\n" << chat.str() << "\n" << modes.str() << "\n" << clamps.str() << footer;
   if (!doc.empty()) {
-    bool ok = bench::ReplaceDocSection(doc, "quality-heldout", quality.str() + footer) &&
-              bench::ReplaceDocSection(doc, "quality-chat", chat.str() + footer) &&
-              bench::ReplaceDocSection(doc, "quality-samplers", modes.str() + footer) &&
-              bench::ReplaceDocSection(doc, "quality-clamp", clamps.str() + footer);
+    bool ok = (!want("heldout") || bench::ReplaceDocSection(doc, "quality-heldout", quality.str() + footer)) &&
+              (!want("chat") || bench::ReplaceDocSection(doc, "quality-chat", chat.str() + footer)) &&
+              (!want("samplers") || bench::ReplaceDocSection(doc, "quality-samplers", modes.str() + footer)) &&
+              (!want("clamp") || bench::ReplaceDocSection(doc, "quality-clamp", clamps.str() + footer));
     if (!ok) return 1;
   }
   return 0;

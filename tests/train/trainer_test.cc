@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -159,6 +160,50 @@ TEST_F(TrainerTest, OptionsThatCannotTrainAreNamed) {
   TrainData bad_id = *data_;
   bad_id.mask_id = static_cast<std::int32_t>(vocab_);
   EXPECT_NE(Trainer::Create(o, bad_id).status().message().find("outside the embedding"), std::string::npos);
+  o = Options();
+  o.device = "tpu";
+  EXPECT_NE(Trainer::Create(o, *data_).status().message().find("device 'tpu'"), std::string::npos);
+  if (!at::hasCUDA()) {
+    o.device = "cuda";
+    EXPECT_EQ(Trainer::Create(o, *data_).status().code(), StatusCode::kFailedPrecondition);
+  }
+}
+
+// The chat stage pads answers with EOS to the batch's longest pair (LLaDA's SFT) or to chat_len;
+// the two put different amounts of EOS into the loss, so the same steps give different losses.
+TEST_F(TrainerTest, ChatPaddingToTheBatchOrToChatLenTrainsDifferently) {
+  std::vector<double> loss;
+  for (auto padding : {TrainOptions::ChatPadding::kBatch, TrainOptions::ChatPadding::kFull}) {
+    TrainOptions o = Options();
+    o.pretrain_steps = 0;
+    o.chat_steps = 5;
+    o.chat_padding = padding;
+    auto trainer = Trainer::Create(o, *data_);
+    ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+    auto r = (*trainer)->Run(nullptr);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(std::isfinite(r->final_loss));
+    loss.push_back(r->final_loss);
+  }
+  EXPECT_NE(loss[0], loss[1]);
+}
+
+// On a GPU (skipped elsewhere): the same initial weights give the same held-out loss on cuda as on
+// the CPU, and a few steps on cuda lower it.
+TEST_F(TrainerTest, TrainsOnCudaAsOnCpu) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA in this LibTorch or no GPU";
+  TrainOptions o = Options();
+  o.pretrain_steps = 40;
+  o.chat_steps = 0;
+  auto cpu = Trainer::Create(o, *data_);
+  o.device = "cuda";
+  auto gpu = Trainer::Create(o, *data_);
+  ASSERT_TRUE(cpu.ok() && gpu.ok());
+  const double before = (*gpu)->HeldOutLoss();
+  EXPECT_NEAR(before, (*cpu)->HeldOutLoss(), 1e-3 * before);
+  auto r = (*gpu)->Run(nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_LT(r->final_held_out_loss, before - 1.0);
 }
 
 TrainCommandOptions CommandOptions(const std::string& corpus, const std::string& name) {

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--mlp-hidden-size", c.mlp_hidden_size)->capture_default_str();
   app.add_option("--rope-theta", c.rope_theta)->capture_default_str();
   app.add_option("--seq-len", t.seq_len, "Pre-training window")->capture_default_str();
-  app.add_option("--chat-len", t.chat_len, "Chat pair length (answer padded with EOS)")->capture_default_str();
+  app.add_option("--chat-len", t.chat_len, "Longest chat pair in tokens (longer pairs are left out)")->capture_default_str();
   app.add_option("--batch", t.batch)->capture_default_str();
   app.add_option("--pretrain-steps", t.pretrain_steps)->capture_default_str();
   app.add_option("--chat-steps", t.chat_steps, "Steps of the chat stage (each also does a pre-training batch)")->capture_default_str();
@@ -39,11 +39,19 @@ int main(int argc, char** argv) {
   app.add_option("--seed", t.seed)->capture_default_str();
   app.add_option("--compute", compute, "bf16 or fp32 (master weights are fp32 either way)")->capture_default_str();
   app.add_option("--threads", t.threads, "Intra-op threads (0: one per core)")->capture_default_str();
+  app.add_option("--device", t.device, "cpu or cuda[:N]: where the forward and backward run")->capture_default_str();
+  std::string padding = "batch";
+  app.add_option("--chat-padding", padding,
+                 "Pad chat answers with EOS to the batch's longest pair (batch) or always to --chat-len (full)")
+      ->check(CLI::IsMember({"batch", "full"}))
+      ->capture_default_str();
   app.add_option("--log-every", t.log_every)->capture_default_str();
   app.add_option("--eval-every", t.eval_every, "Held-out loss every N steps (0: only at the end)")->capture_default_str();
   app.add_option("--checkpoint-every", t.checkpoint_every)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   c.n_kv_heads = c.n_heads;
+  t.chat_padding = padding == "full" ? unmask::train::TrainOptions::ChatPadding::kFull
+                                     : unmask::train::TrainOptions::ChatPadding::kBatch;
   auto precision = unmask::model::ParsePrecision(compute);
   if (!precision.ok()) {
     std::cerr << "unmask-train: --compute: " << precision.status().ToString() << "\n";

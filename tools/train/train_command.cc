@@ -125,6 +125,8 @@ StatusOr<TrainResult> RunTrainCommand(TrainCommandOptions o, std::ostream& log) 
       {"chat_len", o.train.chat_len},
       {"lr", o.train.lr},
       {"chat_lr", o.train.chat_lr},
+      {"chat_padding", o.train.chat_padding == TrainOptions::ChatPadding::kFull ? "full" : "batch"},
+      {"device", o.train.device},
       {"seed", o.train.seed},
       {"compute", model::PrecisionName(o.train.compute)},
       {"tokens_seen_this_process", result.tokens_seen},

@@ -27,6 +27,7 @@ struct Trainer::State {
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::int64_t step = 0;  // steps done
   torch::Tensor held_ids;  // fixed held-out windows
+  at::Device device{at::kCPU};
 };
 
 namespace {
@@ -72,7 +73,7 @@ std::unique_ptr<model::LladaModel> BuildModel(const Trainer::State& s) {
   w.lm_head = model::Linear(s.o.model.weight_tying ? w.wte : next());
   model::ModelOptions mo;
   mo.precision = s.o.compute;
-  return std::make_unique<model::LladaModel>(s.o.model, std::move(w), mo, at::Device(at::kCPU));
+  return std::make_unique<model::LladaModel>(s.o.model, std::move(w), mo, s.device);
 }
 
 // The LLaDA loss over a batch: ids [B, L], maskable [B, L] (bool), row_norm [B] (what a row's
@@ -115,13 +116,19 @@ Batch PretrainBatch(const Trainer::State& s, std::uint64_t seed) {
 Batch ChatBatch(const Trainer::State& s, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, s.d.chat.size() - 1);
-  const auto l = s.o.chat_len;
+  std::vector<const ChatExample*> rows;
+  std::int64_t l = 0;
+  for (std::int64_t r = 0; r < s.o.batch; ++r) {
+    rows.push_back(&s.d.chat[pick(rng)]);
+    l = std::max<std::int64_t>(l, rows.back()->prompt.size() + rows.back()->answer.size());
+  }
+  if (s.o.chat_padding == TrainOptions::ChatPadding::kFull) l = s.o.chat_len;
   torch::Tensor ids = torch::full({s.o.batch, l}, static_cast<std::int64_t>(s.d.eos_id), torch::kLong);
   torch::Tensor maskable = torch::zeros({s.o.batch, l}, torch::kBool);
   torch::Tensor norm = torch::empty({s.o.batch}, torch::kFloat);
   auto acc = ids.accessor<std::int64_t, 2>();
   for (std::int64_t r = 0; r < s.o.batch; ++r) {
-    const ChatExample& e = s.d.chat[pick(rng)];
+    const ChatExample& e = *rows[r];
     const auto p = static_cast<std::int64_t>(e.prompt.size());
     for (std::int64_t c = 0; c < p; ++c) acc[r][c] = e.prompt[c];
     for (size_t c = 0; c < e.answer.size(); ++c) acc[r][p + c] = e.answer[c];
@@ -136,7 +143,8 @@ torch::Tensor StepLoss(const Trainer::State& s, const model::LladaModel& m, cons
   const double eps = s.o.mask_eps;
   torch::Tensor t = at::rand({b.ids.size(0)}, gen, torch::kFloat) * (1.0 - eps) + eps;
   torch::Tensor draws = at::rand({b.ids.size(0), b.ids.size(1)}, gen, torch::kFloat);
-  return MaskedLoss(m, b.ids, b.maskable, b.row_norm, t, draws, s.d.mask_id);
+  const auto d = s.device;
+  return MaskedLoss(m, b.ids.to(d), b.maskable.to(d), b.row_norm.to(d), t.to(d), draws.to(d), s.d.mask_id);
 }
 
 double Cosine(double peak, double min_ratio, double progress) {
@@ -193,6 +201,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions options, TrainDa
   UNMASK_ASSIGN_OR_RETURN(options.model, checkpoint::LladaConfig::FromJsonText(options.model.ToJsonText(), "model config"));
   UNMASK_RETURN_IF_ERROR(CheckOptions(options, data));
   auto s = std::make_unique<State>();
+  UNMASK_ASSIGN_OR_RETURN(s->device, model::ParseDevice(options.device));
   s->o = std::move(options);
   s->d = std::move(data);
   at::Generator gen = Gen(Mix(s->o.seed, 0, 7));
@@ -201,6 +210,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TrainOptions options, TrainDa
   for (const auto& t : checkpoint::ExpectedTensors(s->o.model)) {
     torch::Tensor p = t.shape.size() == 1 ? torch::ones(t.shape, torch::kFloat)
                                           : at::empty(t.shape, torch::kFloat).normal_(0, IsResidualOutput(t.name) ? residual_std : std_dev, gen);
+    p = p.to(s->device);
     p.set_requires_grad(true);
     s->names.push_back(t.name);
     s->params.push_back(p);
@@ -230,14 +240,16 @@ double Trainer::HeldOutLoss() {
   auto m = BuildModel(*s_);
   const auto rows = s_->held_ids.size(0), len = s_->held_ids.size(1);
   // Stratified mask ratios (one per window) and fixed draws: the same figure for the same weights.
-  torch::Tensor t = (torch::arange(rows, torch::kFloat) + 0.5) / static_cast<double>(rows);
+  const auto d = s_->device;
+  torch::Tensor t = ((torch::arange(rows, torch::kFloat) + 0.5) / static_cast<double>(rows)).to(d);
   at::Generator gen = Gen(12345);
-  torch::Tensor draws = at::rand({rows, len}, gen, torch::kFloat);
+  torch::Tensor draws = at::rand({rows, len}, gen, torch::kFloat).to(d);
+  const torch::Tensor ids = s_->held_ids.to(d);
   double total = 0;
   for (std::int64_t r = 0; r < rows; r += s_->o.batch) {
     const auto k = std::min(s_->o.batch, rows - r);
-    total += MaskedLoss(*m, s_->held_ids.narrow(0, r, k), torch::ones({k, len}, torch::kBool),
-                        torch::full({k}, static_cast<double>(len), torch::kFloat), t.narrow(0, r, k), draws.narrow(0, r, k),
+    total += MaskedLoss(*m, ids.narrow(0, r, k), torch::ones({k, len}, torch::dtype(torch::kBool).device(d)),
+                        torch::full({k}, static_cast<double>(len), torch::dtype(torch::kFloat).device(d)), t.narrow(0, r, k), draws.narrow(0, r, k),
                         s_->d.mask_id)
                  .item<double>() *
              static_cast<double>(k);
@@ -373,7 +385,7 @@ Status Trainer::Export(const std::string& dir) const {
   std::map<std::string, torch::Tensor> bf16;
   std::vector<checkpoint::TensorSpec> specs;
   for (size_t i = 0; i < s_->names.size(); ++i) {
-    bf16[s_->names[i]] = s_->params[i].detach().to(torch::kBFloat16).contiguous();
+    bf16[s_->names[i]] = s_->params[i].detach().to(torch::kCPU).to(torch::kBFloat16).contiguous();
     specs.push_back({s_->names[i], checkpoint::DType::kBF16, s_->params[i].sizes().vec()});
   }
   return checkpoint::WriteShardedCheckpoint(dir, specs, 1, [&](const checkpoint::TensorSpec& spec, std::uint8_t* dst) {

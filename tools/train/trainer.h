@@ -27,7 +27,12 @@ namespace unmask::train {
 struct TrainOptions {
   checkpoint::LladaConfig model;  // shape; token ids and vocabulary come from the tokenizer
   std::int64_t seq_len = 256;     // pre-training window
-  std::int64_t chat_len = 128;    // chat pair, answer padded with EOS
+  std::int64_t chat_len = 128;    // longest chat pair (prompt + answer + EOT)
+  // Chat answers are padded with EOS: to the longest pair of the batch (kBatch, LLaDA's SFT) or
+  // always to chat_len (kFull; the first model's recipe: so much EOS that EOS became the most
+  // confident prediction everywhere and replies came out empty).
+  enum class ChatPadding { kBatch, kFull };
+  ChatPadding chat_padding = ChatPadding::kBatch;
   std::int64_t batch = 16;
   std::int64_t pretrain_steps = 4000;
   std::int64_t chat_steps = 800;  // after pre-training; each is a chat step and a pre-training step
@@ -44,6 +49,9 @@ struct TrainOptions {
   // Intra-op threads; 0: one per core. (LibTorch's own default counts physical cores by a rule
   // that gave 1 on this 2-core machine and halved the speed.)
   int threads = 0;
+  // Where the forward and backward run ("cpu", "cuda", "cuda:1"). Every random draw is made on
+  // the CPU, so the data and masks are the same on any device; the arithmetic is not bit-equal.
+  std::string device = "cpu";
 };
 
 struct TrainData {
