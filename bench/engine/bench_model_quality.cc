@@ -13,6 +13,7 @@
 //   bench_model_quality --model models/unmask-kjv --corpus kjv.txt [--doc docs/benchmarks.md]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
   std::stringstream spec_list(specs);
   for (std::string spec; want("heldout") && std::getline(spec_list, spec, ',');) {
     auto m = FromSpec(dir, spec);
-    at::NoGradGuard no_grad;
+    c10::AutoGradMode no_grad(false);
     const double a15 = MaskedAccuracy(*m, h, 0.15), a50 = MaskedAccuracy(*m, h, 0.5), a90 = MaskedAccuracy(*m, h, 0.9);
     const double elbo = ElboNatsPerToken(*m, h, elbo_draws);
     auto out = Check(sampler::Generate(sampler::SamplerMode::kReference, *m, prompts, gen_params), "generate");
@@ -262,7 +263,7 @@ int main(int argc, char** argv) {
 
   // Chat recall on the supervised pairs (both kinds), and on held-out pairs for comparison.
   auto model = FromSpec(dir, "bf16");
-  at::NoGradGuard no_grad;
+  c10::AutoGradMode no_grad(false);
   std::ostringstream chat;
   chat << "Reference sampler, gen_length 96, block 32, 96 steps, temperature 0; the reply is the text before the first"
        << " EOT/EOS. Exact: the reply equals the verse text; words in place: share of the expected reply's words that"
