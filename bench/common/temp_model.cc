@@ -1,4 +1,5 @@
 #include "bench/common/temp_model.h"
+#include "common/util/remove_tree.h"
 
 #include <unistd.h>
 
@@ -29,7 +30,7 @@ StatusOr<std::unique_ptr<TempModel>> TempModel::Make(const std::string& tag, con
 
 TempModel::~TempModel() {
   std::error_code ec;
-  std::filesystem::remove_all(root_, ec);
+  unmask::util::RemoveTree(root_);
 }
 
 }  // namespace unmask::bench

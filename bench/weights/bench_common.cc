@@ -15,6 +15,7 @@
 
 #include "common/checkpoint/checkpoint_writer.h"
 #include "common/weights/convert.h"
+#include "common/util/remove_tree.h"
 
 namespace unmask::weights::bench {
 
@@ -73,7 +74,7 @@ std::string MakeTempDir(const std::string& prefix) {
 
 void RemoveTree(const std::string& path) {
   std::error_code ec;
-  std::filesystem::remove_all(path, ec);
+  unmask::util::RemoveTree(path);
 }
 
 void WarmPageCache(const std::string& dir) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/checkpoint/checkpoint_writer.h"
+#include "common/util/remove_tree.h"
 
 namespace unmask::testing {
 
@@ -23,7 +24,7 @@ TempDir::TempDir() {
 
 TempDir::~TempDir() {
   std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
+  unmask::util::RemoveTree(path_);
 }
 
 checkpoint::LladaConfig SmallConfig() {

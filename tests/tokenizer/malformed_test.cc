@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "test_util.h"
+#include "common/util/remove_tree.h"
 
 namespace unmask::tokenizer::testing {
 namespace {
@@ -17,7 +18,7 @@ class MalformedFile : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("unmask_tokenizer_test_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { unmask::util::RemoveTree(dir_); }
 
   // Writes `contents` to <tmp>/<name>, loads it, expects failure; returns the status.
   Status LoadBad(const std::string& name, const std::string& contents) {

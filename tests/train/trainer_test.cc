@@ -15,6 +15,7 @@
 #include "common/model/llada_model.h"
 #include "common/tokenizer/bpe_trainer.h"
 #include "tools/train/train_command.h"
+#include "common/util/remove_tree.h"
 
 namespace unmask::train {
 namespace {
@@ -24,7 +25,7 @@ const std::string kSlice = std::string(UNMASK_TEST_DATA) + "/corpus/kjv-genesis-
 
 std::string TempDir(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("unmask-train-test-" + std::to_string(::getpid()) + "-" + name);
-  fs::remove_all(p);
+  unmask::util::RemoveTree(p);
   return p.string();
 }
 
@@ -141,8 +142,8 @@ TEST_F(TrainerTest, AResumedRunContinuesWhereItStoppedAndEndsAsTheUninterruptedO
   auto refused = (*mixed)->Run(nullptr);
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.status().message().find("another model shape"), std::string::npos);
-  fs::remove_all(TempDir("straight"));
-  fs::remove_all(o.work_dir);
+  unmask::util::RemoveTree(TempDir("straight"));
+  unmask::util::RemoveTree(o.work_dir);
 }
 
 TEST_F(TrainerTest, OptionsThatCannotTrainAreNamed) {
@@ -237,7 +238,7 @@ TEST(TrainCommand, BadInputIsNamed) {
   EXPECT_EQ(too_small.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(too_small.status().message().find("too small for the 6 special tokens"), std::string::npos)
       << too_small.status().ToString();
-  fs::remove_all(small.out + ".work");
+  unmask::util::RemoveTree(small.out + ".work");
 }
 
 TEST(TrainCommand, WritesACheckpointTheEngineLoadsWithItsOwnTokenIds) {
@@ -265,8 +266,8 @@ TEST(TrainCommand, WritesACheckpointTheEngineLoadsWithItsOwnTokenIds) {
   const auto j = nlohmann::json::parse(tc);
   EXPECT_EQ(j["mask_token"], "<|mdm_mask|>");
   EXPECT_NE(j["chat_template"].get<std::string>().find("<|start_header_id|>"), std::string::npos);
-  fs::remove_all(o.out);
-  fs::remove_all(o.out + ".work");
+  unmask::util::RemoveTree(o.out);
+  unmask::util::RemoveTree(o.out + ".work");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/weights/convert.h"
+#include "common/util/remove_tree.h"
 
 namespace unmask::weights::testing {
 
@@ -26,7 +27,7 @@ TempDir::TempDir() {
 
 TempDir::~TempDir() {
   std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
+  unmask::util::RemoveTree(path_);
 }
 
 std::string TinyLladaDir() { return std::string(UNMASK_TEST_DATA) + "/tiny-llada"; }

@@ -15,6 +15,7 @@
 #include "common/checkpoint/checkpoint_writer.h"
 #include "common/model/llada_model.h"
 #include "common/model/torch_util.h"
+#include "common/util/remove_tree.h"
 
 namespace unmask::train {
 namespace fs = std::filesystem;
@@ -262,7 +263,7 @@ namespace {
 Status SaveCheckpoint(const Trainer::State& s) {
   const fs::path dir = CheckpointDir(s.o), tmp = dir.string() + ".tmp";
   std::error_code ec;
-  fs::remove_all(tmp, ec);
+  unmask::util::RemoveTree(tmp);
   fs::create_directories(tmp, ec);
   if (ec) return InternalError(tmp.string() + ": cannot create: " + ec.message());
   try {
@@ -272,7 +273,7 @@ Status SaveCheckpoint(const Trainer::State& s) {
     return InternalError(tmp.string() + ": cannot save the checkpoint: " + e.what());
   }
   std::ofstream(tmp / "step") << s.step << "\n" << s.o.model.ToJsonText();
-  fs::remove_all(dir, ec);
+  unmask::util::RemoveTree(dir);
   fs::rename(tmp, dir, ec);
   if (ec) return InternalError(dir.string() + ": cannot move the checkpoint in place: " + ec.message());
   return OkStatus();

@@ -1,4 +1,5 @@
 #include "common/jobs/testing/redis_server.h"
+#include "common/util/remove_tree.h"
 
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -77,7 +78,7 @@ StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(RedisServerOptions opt
     if (last.ok()) return server;
     server->own_dir_ = false;  // keep the dir for the next attempt
   }
-  if (own_dir) std::filesystem::remove_all(dir);
+  if (own_dir) unmask::util::RemoveTree(dir);
   return last;
 }
 
@@ -149,7 +150,7 @@ RedisServer::~RedisServer() {
   Kill();
   if (own_dir_) {
     std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
+    unmask::util::RemoveTree(dir_);
   }
 }
 
