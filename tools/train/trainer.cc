@@ -335,19 +335,22 @@ StatusOr<TrainResult> Trainer::Run(const std::function<void(const StepReport&)>&
       loss += l.item<double>();
       window_tokens += s.o.batch * s.o.seq_len;
     }
+    std::int64_t chat_tokens = 0;
     if (chat) {
       auto m = BuildModel(s);
-      torch::Tensor l = StepLoss(s, *m, ChatBatch(s, Mix(s.o.seed, step, 3)), Mix(s.o.seed, step, 4));
+      const Batch batch = ChatBatch(s, Mix(s.o.seed, step, 3));
+      torch::Tensor l = StepLoss(s, *m, batch, Mix(s.o.seed, step, 4));
       l.backward();
       loss += l.item<double>();
-      window_tokens += s.o.batch * s.o.chat_len;
+      chat_tokens = batch.ids.numel();
+      window_tokens += chat_tokens;
     }
     torch::nn::utils::clip_grad_norm_(s.params, s.o.grad_clip);
     s.optimizer->step();
     s.step = step + 1;
     window_loss += loss;
     ++window_steps;
-    result.tokens_seen += s.o.batch * (s.o.seq_len + (chat ? s.o.chat_len : 0));
+    result.tokens_seen += s.o.batch * s.o.seq_len + chat_tokens;
     const bool last = s.step == total;
     if (s.o.eval_every > 0 && (s.step % s.o.eval_every == 0 || last)) held = HeldOutLoss();
     if (s.step % s.o.log_every == 0 || last) {
