@@ -107,6 +107,8 @@ struct BadCase {
   std::string field;  // what the message starts with and param says
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.patch; }  // readable test names
+
 class BadFieldTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadFieldTest, IsRefusedNamingTheField) {

@@ -73,7 +73,12 @@ void OpenAiHttpServer::Route() {
             "text/event-stream",
             [this, job, started](std::size_t, httplib::DataSink& sink) {
               *started = true;
-              service_.Stream(*job, [&sink](const std::string& event) { return sink.write(event.data(), event.size()); });
+              try {
+                service_.Stream(*job, [&sink](const std::string& event) { return sink.write(event.data(), event.size()); });
+              } catch (const std::exception& e) {  // no handler throws: the stream ends with the error
+                const std::string event = SseData(ToHttpError(InternalError(std::string("scheduler: ") + e.what())).body);
+                sink.write(event.data(), event.size());
+              }
               sink.done();
               return true;
             },
