@@ -62,4 +62,7 @@ if(NOT UNMASK_ENGINE_ONLY)
   find_package(absl CONFIG REQUIRED)
   pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
   find_package(prometheus-cpp CONFIG REQUIRED)
+  # The scheduler's OpenAI-compatible HTTP API: Debian's cpp-httplib (a compiled library whose
+  # pkg-config flags must be used, they select its TLS and compression parts).
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()

@@ -13,6 +13,8 @@ PACKAGES=(
   # services
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhiredis-dev redis-server prometheus-cpp-dev libabsl-dev
+  # the scheduler's OpenAI-compatible HTTP API (and curl for the README's examples, run by a test)
+  libcpp-httplib-dev curl
   # libraries used by common/
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
   # tests and benchmarks
@@ -42,8 +44,9 @@ if command -v update-alternatives >/dev/null; then
     if [ -n "$cand" ]; then $SUDO update-alternatives --set "$alt" "$cand" >/dev/null; fi
   done
 fi
-# npm packages the tests use, pinned by their package-lock.json (the npm registry is reachable).
-for dir in tests/tokenizer/tokenizers_js; do
+# npm packages the tests use, pinned by their package-lock.json (the npm registry is reachable):
+# Hugging Face's tokenizers.js and the official openai SDK.
+for dir in tests/tokenizer/tokenizers_js tests/http/openai_sdk; do
   (cd "$(dirname "$0")/../$dir" && npm ci --no-audit --no-fund --loglevel=error)
 done
 echo "setup: done"

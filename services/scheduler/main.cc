@@ -14,6 +14,7 @@
 #include "services/common/server_runner.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/executor_pool.h"
+#include "services/scheduler/http/http_server.h"
 #include "services/scheduler/job_dispatcher.h"
 #include "services/scheduler/scheduler_core.h"
 #include "services/scheduler/scheduler_grpc.h"
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
   std::string api_keys_file, executor_precision = "bf16";
   std::vector<std::string> executors, executors_dns, model_roots;
   int drain_seconds = 30;
+  int http_port = -1;
+  scheduler::http::HttpServerOptions http_options;
   scheduler::SchedulerOptions options;
   scheduler::DispatcherOptions dispatch;
   dispatch.consumer_id = "scheduler-" + std::to_string(::getpid());
@@ -65,6 +68,12 @@ int main(int argc, char** argv) {
   app.add_option("--reaper-min-idle-ms", dispatch.reaper_min_idle_ms, "Idle time after which a delivery is reclaimed")
       ->capture_default_str();
   app.add_option("--max-attempts", dispatch.max_attempts, "Attempts before a job is dead-lettered")->capture_default_str();
+  app.add_option("--http-port", http_port, "OpenAI-compatible HTTP API on this port (0 picks one); unset = off");
+  app.add_option("--http-host", http_options.host, "Address the HTTP API binds")->capture_default_str();
+  app.add_option("--http-max-body-bytes", http_options.max_body_bytes, "Larger HTTP request bodies get 413")
+      ->capture_default_str();
+  app.add_option("--http-threads", http_options.threads, "HTTP requests served at once (a stream holds one)")
+      ->capture_default_str();
   app.add_option("--drain-timeout-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM")->capture_default_str();
   telemetry::TelemetryOptions tel;
   tel.service_name = "unmask-scheduler";
@@ -143,10 +152,24 @@ int main(int argc, char** argv) {
     std::cerr << "unmask-scheduler: " << s.ToString() << std::endl;
     return 1;
   }
+  // The OpenAI-compatible HTTP API: the same core, another adapter.
+  scheduler::http::CompletionService completions(core, catalog, [&pool] { return pool.Snapshot(); });
+  std::unique_ptr<scheduler::http::OpenAiHttpServer> http;
+  if (http_port >= 0) {
+    http_options.port = http_port;
+    http = std::make_unique<scheduler::http::OpenAiHttpServer>(completions, http_options);
+    auto bound = http->Start();
+    if (!bound.ok()) {
+      std::cerr << "unmask-scheduler: --http-port " << http_port << ": " << bound.status().message() << std::endl;
+      return 1;
+    }
+    std::cout << "unmask-scheduler: OpenAI-compatible HTTP on port " << *bound << std::endl;
+  }
   dispatcher.Start();
   runner.SetServing(true);
   std::cout << "unmask-scheduler: listening on port " << runner.port() << std::endl;
   runner.WaitForSignalAndDrain(std::chrono::seconds(drain_seconds));
+  if (http) http->Stop();
   dispatcher.Stop();
   tm.Shutdown();  // sends the spans still queued
   return 0;

@@ -23,6 +23,8 @@ v1::GenerationParams ToProto(const sampler::GenerationParams& p, const std::stri
   return out;
 }
 
+constexpr char kQueueFull[] = "the queue is full";
+
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -143,7 +145,7 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
 
   UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
   if (depth >= options_.max_queue)
-    return ResourceExhaustedError("the queue is full (" + std::to_string(depth) + " jobs); try again later");
+    return ResourceExhaustedError(std::string(kQueueFull) + " (" + std::to_string(depth) + " jobs); try again later");
 
   v1::StoredJob stored;
   v1::RunRequest& run = *stored.mutable_run();
@@ -179,6 +181,10 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   }
   *resp.mutable_accepted() = accepted;
   return resp;
+}
+
+bool IsQueueFull(const Status& status) {
+  return status.code() == StatusCode::kResourceExhausted && status.message().rfind(kQueueFull, 0) == 0;
 }
 
 v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record) {

@@ -83,6 +83,11 @@ class SchedulerCore {
   SchedulerOptions options_;
 };
 
+// Whether `status` is Accept's refusal because --max-queue jobs are waiting. The refusal of a
+// request that cannot fit any executor has the same code (RESOURCE_EXHAUSTED); adapters that
+// answer the two differently (HTTP: 429 and 503) tell them apart with this.
+bool IsQueueFull(const Status& status);
+
 // The terminal event of a job that ended without one in its log (cancelled while queued,
 // expired, dead-lettered).
 v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record);

@@ -1,0 +1,70 @@
+// The OpenAI-compatible API over SchedulerCore, free of any HTTP library: the same Accept and
+// Watch the gRPC adapter calls (one path to the queue), with OpenAI bodies in and out. The
+// HTTP glue (http_server.h) only moves bytes and headers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "services/scheduler/http/openai_render.h"
+#include "services/scheduler/http/openai_request.h"
+#include "services/scheduler/http/streamed_text.h"
+#include "services/scheduler/model_catalog.h"
+#include "services/scheduler/scheduler_core.h"
+
+namespace unmask::scheduler::http {
+
+// An accepted request: the job and what its responses need.
+struct AcceptedCompletion {
+  OpenAiRequest request;
+  v1::SubmitResponse submitted;
+  CompletionIdentity identity;
+  TokenIds token_ids;
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null: the model has no tokenizer.json
+};
+
+class CompletionService {
+ public:
+  // `executors`: the same snapshots the core gets (for the model's config).
+  CompletionService(SchedulerCore& core, ModelCatalog& catalog, SchedulerCore::Snapshots executors)
+      : core_(core), catalog_(catalog), executors_(std::move(executors)) {}
+
+  nlohmann::json ListModels() const;
+
+  // NotFound for a model no executor serves and no model root holds; Unavailable for one that
+  // is known but that no healthy executor serves now; then the core's Accept.
+  StatusOr<AcceptedCompletion> Accept(const OpenAiRequest& request, const std::string& traceparent);
+
+  // Waits for the job and returns the whole response; a failed job returns its status.
+  StatusOr<nlohmann::json> Complete(const AcceptedCompletion& accepted);
+
+  // Streams the job as Server-Sent Events through `write` (one event per call): a first chunk
+  // with the role and the acceptance, one chunk per diffusion step (newly final text plus the
+  // step), the last chunk with the finish reason, the usage chunk if asked, "data: [DONE]". A
+  // failed job sends an error object instead. While nothing else is sent (queued), a comment
+  // goes out every `keepalive`; when `write` fails (the client went away) the job is cancelled.
+  // Returns whether the client got the whole stream.
+  bool Stream(const AcceptedCompletion& accepted, const std::function<bool(const std::string&)>& write,
+              std::chrono::milliseconds keepalive = std::chrono::seconds(1));
+
+  // Cancels the job of a request whose client went away before its stream began.
+  void Cancel(const AcceptedCompletion& accepted) { (void)core_.CancelJob(accepted.submitted.job_id()); }
+
+  // The scheduler is stopping: requests still waiting end with Unavailable (503) at once; their
+  // jobs are not cancelled (they stay in the job store).
+  void Shutdown() { stopping_ = true; }
+
+ private:
+  Status CheckServed(const std::string& model);
+
+  SchedulerCore& core_;
+  ModelCatalog& catalog_;
+  SchedulerCore::Snapshots executors_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace unmask::scheduler::http

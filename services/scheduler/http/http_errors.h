@@ -1,0 +1,35 @@
+// The one conversion of unmask's Status into an HTTP status and an OpenAI error object
+// {"error": {"message", "type", "param", "code"}}. The OpenAI SDKs pick their exception class by
+// the HTTP status (400 BadRequestError, 401 AuthenticationError, 404 NotFoundError, 413, 429
+// RateLimitError, 5xx InternalServerError), so the status is what matters most:
+//
+//   INVALID_ARGUMENT, OUT_OF_RANGE, FAILED_PRECONDITION  400  (param: the field the message names)
+//   UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404
+//   RESOURCE_EXHAUSTED  429 when the queue is full, else 503 (no executor can take the request)
+//   UNAVAILABLE 503, DEADLINE_EXCEEDED 504, UNIMPLEMENTED 501, anything else 500
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/util/status.h"
+
+namespace unmask::scheduler::http {
+
+struct HttpError {
+  int status = 500;
+  nlohmann::json body;  // {"error": {...}}
+};
+
+HttpError ToHttpError(const Status& status);
+
+// An error object for what has no Status (413 from the HTTP library, unknown routes).
+nlohmann::json OpenAiErrorBody(const std::string& message, const std::string& type, const nlohmann::json& param,
+                               const std::string& code);
+
+// The request field a validation message names, in the HTTP API's names ("params.gen_length:
+// ..." -> "max_tokens", "chat.messages[1].role: ..." -> "messages[1].role", "text: ..." ->
+// "prompt"); null when the message names none.
+nlohmann::json ParamOf(const std::string& message);
+
+}  // namespace unmask::scheduler::http

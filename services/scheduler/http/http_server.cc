@@ -1,0 +1,137 @@
+#include "services/scheduler/http/http_server.h"
+
+#include <httplib.h>
+
+#include "services/scheduler/http/http_errors.h"
+
+namespace unmask::scheduler::http {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kJson[] = "application/json";
+
+void SendJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), kJson);
+}
+
+void SendError(httplib::Response& res, const Status& status) {
+  const HttpError e = ToHttpError(status);
+  SendJson(res, e.status, e.body);
+}
+
+// Runs a handler; anything it throws becomes a 500 here and nowhere else.
+template <typename Fn>
+void Guarded(httplib::Response& res, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    SendError(res, InternalError(std::string("scheduler: ") + e.what()));
+  }
+}
+
+}  // namespace
+
+OpenAiHttpServer::OpenAiHttpServer(CompletionService& service, HttpServerOptions options)
+    : service_(service), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {}
+
+OpenAiHttpServer::~OpenAiHttpServer() { Stop(); }
+
+void OpenAiHttpServer::Route() {
+  httplib::Server& s = *server_;
+  const int threads = std::max(1, options_.threads);
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  s.set_payload_max_length(options_.max_body_bytes);
+
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    Guarded(res, [&] { SendJson(res, 200, service_.ListModels()); });
+  });
+
+  auto completion = [this](Endpoint endpoint) {
+    return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
+      Guarded(res, [&] {
+        auto body = ParseJsonBody(req.body);
+        if (!body.ok()) return SendError(res, body.status());
+        auto parsed = ParseOpenAiRequest(endpoint, *body);
+        if (!parsed.ok()) return SendError(res, parsed.status());
+        auto accepted = service_.Accept(*parsed, req.get_header_value("traceparent"));
+        if (!accepted.ok()) return SendError(res, accepted.status());
+        res.set_header("X-Unmask-Job-Id", accepted->submitted.job_id());
+        res.set_header("X-Unmask-Clamped", ClampedHeader(accepted->submitted.accepted()));
+        if (!parsed->stream) {
+          auto response = service_.Complete(*accepted);
+          if (!response.ok()) return SendError(res, response.status());
+          return SendJson(res, 200, *response);
+        }
+        // The stream runs on this request's thread once httplib has sent the headers.
+        auto job = std::make_shared<AcceptedCompletion>(std::move(*accepted));
+        auto started = std::make_shared<bool>(false);
+        res.status = 200;
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [this, job, started](std::size_t, httplib::DataSink& sink) {
+              *started = true;
+              try {
+                service_.Stream(*job, [&sink](const std::string& event) { return sink.write(event.data(), event.size()); });
+              } catch (const std::exception& e) {  // no handler throws: the stream ends with the error
+                const std::string event = SseData(ToHttpError(InternalError(std::string("scheduler: ") + e.what())).body);
+                sink.write(event.data(), event.size());
+              }
+              sink.done();
+              return true;
+            },
+            [this, job, started](bool) {
+              if (!*started) service_.Cancel(*job);  // the client left before the stream began
+            });
+      });
+    };
+  };
+  s.Post("/v1/chat/completions", completion(Endpoint::kChatCompletions));
+  s.Post("/v1/completions", completion(Endpoint::kCompletions));
+
+  // What httplib answers by itself (413 for a body over the limit, 404 for an unknown path)
+  // gets an OpenAI error object too.
+  const httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    json body;
+    if (res.status == 413) {
+      body = OpenAiErrorBody("the request body is larger than " + std::to_string(options_.max_body_bytes) +
+                                 " bytes (the scheduler's --http-max-body-bytes)",
+                             "invalid_request_error", nullptr, "request_too_large");
+    } else if (res.status == 404) {
+      body = OpenAiErrorBody("no such endpoint: " + req.method + " " + req.path +
+                                 " (unmask serves GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
+                             "invalid_request_error", nullptr, "unknown_url");
+    } else {
+      body = OpenAiErrorBody("HTTP " + std::to_string(res.status) + " for " + req.method + " " + req.path,
+                             "invalid_request_error", nullptr, "");
+    }
+    res.set_content(body.dump(), kJson);
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  s.set_error_handler(on_error);
+}
+
+StatusOr<int> OpenAiHttpServer::Start() {
+  Route();
+  int port = options_.port;
+  if (port == 0) {
+    port = server_->bind_to_any_port(options_.host);
+  } else if (!server_->bind_to_port(options_.host, port)) {
+    port = -1;
+  }
+  if (port <= 0)
+    return UnavailableError("http: cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return port;
+}
+
+void OpenAiHttpServer::Stop() {
+  service_.Shutdown();
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace unmask::scheduler::http

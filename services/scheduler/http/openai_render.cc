@@ -1,0 +1,150 @@
+#include "services/scheduler/http/openai_render.h"
+
+namespace unmask::scheduler::http {
+namespace {
+
+using nlohmann::json;
+
+const char* ObjectName(Endpoint e, bool chunk) {
+  if (e == Endpoint::kChatCompletions) return chunk ? "chat.completion.chunk" : "chat.completion";
+  return "text_completion";
+}
+
+json Base(const CompletionIdentity& id, bool chunk) {
+  return {{"id", id.id}, {"object", ObjectName(id.endpoint, chunk)}, {"created", id.created}, {"model", id.model}};
+}
+
+// Header values must be printable ASCII: anything else becomes '?'.
+std::string HeaderSafe(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  return out;
+}
+
+json ParamsJson(const v1::GenerationParams& p) {
+  json out = {{"max_tokens", p.gen_length()},
+              {"block_length", p.block_length()},
+              {"steps", p.steps()},
+              {"sampler", p.sampler().empty() ? "reference" : p.sampler()},
+              {"temperature", p.temperature()},
+              {"cfg_scale", p.cfg_scale()},
+              {"remasking", p.remasking() == v1::REMASKING_RANDOM ? "random" : "low_confidence"},
+              {"seed", p.seed()}};
+  if (p.threshold() > 0) out["threshold"] = p.threshold();
+  if (p.factor() > 0) out["factor"] = p.factor();
+  if (p.attention_query_chunk() > 0) out["attention_query_chunk"] = p.attention_query_chunk();
+  return out;
+}
+
+}  // namespace
+
+CompletionIdentity MakeIdentity(Endpoint endpoint, const std::string& job_id, std::int64_t created, const std::string& model) {
+  return {endpoint, (endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") + job_id, created, model};
+}
+
+json Usage(std::int64_t prompt_tokens, std::int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+json AcceptedExtension(const v1::SubmitResponse& submitted) {
+  const v1::Accepted& a = submitted.accepted();
+  json clamped = json::array();
+  for (const auto& adj : a.adjustments()) {
+    // The core names gen_length as it is called there; the HTTP API calls it max_tokens.
+    const std::string field = adj.field() == "gen_length" ? "max_tokens" : adj.field();
+    clamped.push_back({{"field", field}, {"asked", adj.asked()}, {"applied", adj.applied()}, {"reason", adj.reason()}});
+  }
+  json out = {{"job_id", submitted.job_id()}, {"params", ParamsJson(a.params())}, {"clamped", clamped}};
+  if (!a.device_class().empty()) out["device_class"] = a.device_class();
+  return out;
+}
+
+std::string ClampedHeader(const v1::Accepted& accepted) {
+  std::string out;
+  for (const auto& adj : accepted.adjustments()) {
+    const std::string field = adj.field() == "gen_length" ? "max_tokens" : adj.field();
+    out += (out.empty() ? "" : ", ") + field + "=" + adj.asked() + "->" + adj.applied();
+  }
+  return out.empty() ? "none" : HeaderSafe(out);
+}
+
+json CompletionResponse(const CompletionIdentity& id, const std::string& text, const std::string& finish_reason,
+                        const json& usage, const json& extension) {
+  json out = Base(id, /*chunk=*/false);
+  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+  if (id.endpoint == Endpoint::kChatCompletions) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  out["choices"] = json::array({choice});
+  out["usage"] = usage;
+  if (!extension.is_null()) out["unmask"] = extension;
+  return out;
+}
+
+json ChatChunk(const CompletionIdentity& id, const json& delta, const json& finish_reason, const json& extension) {
+  json out = Base(id, /*chunk=*/true);
+  out["choices"] = json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+  if (!extension.is_null()) out["unmask"] = extension;
+  return out;
+}
+
+json TextChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason, const json& extension) {
+  json out = Base(id, /*chunk=*/true);
+  out["choices"] = json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+  if (!extension.is_null()) out["unmask"] = extension;
+  return out;
+}
+
+json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason, const json& extension) {
+  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, text, finish_reason, extension);
+  return ChatChunk(id, text.empty() ? json::object() : json{{"content", text}}, finish_reason, extension);
+}
+
+json UsageChunk(const CompletionIdentity& id, const json& usage) {
+  json out = Base(id, /*chunk=*/true);
+  out["choices"] = json::array();
+  out["usage"] = usage;
+  return out;
+}
+
+json StepExtension(const v1::StepEvent& step) {
+  return {{"step", step.step()},
+          {"block", step.block()},
+          {"step_in_block", step.step_in_block()},
+          {"positions", json(std::vector<std::int64_t>(step.unmasked().positions().begin(), step.unmasked().positions().end()))},
+          {"tokens", json(std::vector<std::int64_t>(step.unmasked().tokens().begin(), step.unmasked().tokens().end()))}};
+}
+
+json ModelList(const v1::ListServedModelsResponse& models) {
+  json data = json::array();
+  for (const auto& m : models.models()) {
+    data.push_back({{"id", m.model()},
+                    {"object", "model"},
+                    {"created", 0},
+                    {"owned_by", "unmask"},
+                    {"unmask", {{"executors", std::vector<std::string>(m.executors().begin(), m.executors().end())},
+                                {"precision", m.precision()},
+                                {"budget_bytes", m.budget_bytes()}}}});
+  }
+  return {{"object", "list"}, {"data", data}};
+}
+
+std::string SseData(const json& payload) {
+  return "data: " + payload.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+std::string SseComment(const std::string& text) {
+  std::string line = text;
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return ": " + line + "\n\n";
+}
+
+}  // namespace unmask::scheduler::http

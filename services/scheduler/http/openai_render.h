@@ -1,0 +1,60 @@
+// OpenAI response bodies and stream chunks, plus unmask's extension under the key "unmask":
+// on a response and on the first chunk the job id, the parameters as they run and what the
+// memory clamp changed ({"clamped": [{field, asked, applied, reason}]}); on every step chunk the
+// diffusion step ({"step", "block", "step_in_block", "positions", "tokens"}).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "services/scheduler/http/openai_request.h"
+#include "unmask/v1/scheduler.pb.h"
+
+namespace unmask::scheduler::http {
+
+// What every body of one completion shares.
+struct CompletionIdentity {
+  Endpoint endpoint = Endpoint::kChatCompletions;
+  std::string id;            // "chatcmpl-<job id>" or "cmpl-<job id>"
+  std::int64_t created = 0;  // unix seconds
+  std::string model;
+};
+CompletionIdentity MakeIdentity(Endpoint endpoint, const std::string& job_id, std::int64_t created, const std::string& model);
+
+nlohmann::json Usage(std::int64_t prompt_tokens, std::int64_t completion_tokens);
+
+// {"job_id", "params": {...as run}, "clamped": [...], "device_class"}.
+nlohmann::json AcceptedExtension(const v1::SubmitResponse& submitted);
+// The X-Unmask-Clamped header: "field=asked->applied" joined by ", ", or "none".
+std::string ClampedHeader(const v1::Accepted& accepted);
+
+// The whole response of a non-streamed request.
+nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::string& text, const std::string& finish_reason,
+                                  const nlohmann::json& usage, const nlohmann::json& extension);
+
+// One stream chunk. Chat: `delta` is the delta object ({"role": "assistant", "content": ""} on
+// the first chunk, {"content": "..."} or {} after); completions: `text`. `finish_reason` null
+// until the last chunk; `extension` null for none.
+nlohmann::json ChatChunk(const CompletionIdentity& id, const nlohmann::json& delta, const nlohmann::json& finish_reason,
+                         const nlohmann::json& extension);
+nlohmann::json TextChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
+                         const nlohmann::json& extension);
+// A chunk of either kind carrying new text (chat: {"content": text}, or {} when text is empty).
+nlohmann::json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
+                              const nlohmann::json& extension);
+// The last chunk of stream_options.include_usage: no choices, the usage.
+nlohmann::json UsageChunk(const CompletionIdentity& id, const nlohmann::json& usage);
+
+// {"step", "block", "step_in_block", "positions", "tokens"} of one diffusion step.
+nlohmann::json StepExtension(const v1::StepEvent& step);
+
+// GET /v1/models.
+nlohmann::json ModelList(const v1::ListServedModelsResponse& models);
+
+// Server-Sent Events framing.
+std::string SseData(const nlohmann::json& payload);
+inline constexpr char kSseDone[] = "data: [DONE]\n\n";
+std::string SseComment(const std::string& text);
+
+}  // namespace unmask::scheduler::http

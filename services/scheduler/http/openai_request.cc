@@ -1,0 +1,275 @@
+#include "services/scheduler/http/openai_request.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "common/sampler/sampler_registry.h"
+#include "services/scheduler/request_validation.h"
+
+namespace unmask::scheduler::http {
+namespace {
+
+using nlohmann::json;
+
+// What a bad value looked like, short enough for a message.
+std::string Shown(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+Status Bad(const std::string& field, const std::string& rule, const json& got) {
+  return InvalidArgumentError(field + ": " + rule + ", got " + Shown(got));
+}
+
+// The value of `key`, or nullptr when it is absent or null (clients send null for "unset").
+const json* Field(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+StatusOr<std::int64_t> Integer(const json& v, const std::string& field, std::int64_t lo, std::int64_t hi) {
+  const std::string range = "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (!v.is_number_integer()) return Bad(field, range, v);
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return Bad(field, range, v);
+  const auto n = v.get<std::int64_t>();
+  if (n < lo || n > hi) return Bad(field, range, v);
+  return n;
+}
+
+StatusOr<double> Number(const json& v, const std::string& field, double lo, double hi, const std::string& rule) {
+  if (!v.is_number()) return Bad(field, rule, v);
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) return Bad(field, rule, v);
+  return x;
+}
+
+StatusOr<std::string> String(const json& v, const std::string& field, std::size_t max_bytes, bool allow_empty = false) {
+  if (!v.is_string()) return Bad(field, "must be a string", v);
+  const auto& s = v.get_ref<const std::string&>();
+  if (!allow_empty && s.empty()) return Bad(field, "must not be empty", v);
+  if (s.size() > max_bytes) return Bad(field, "must be at most " + std::to_string(max_bytes) + " bytes", json(s.size()));
+  return s;
+}
+
+// Fields of the OpenAI API that unmask cannot honour: refused by name instead of ignored.
+Status RefuseUnsupported(const json& body) {
+  auto truthy = [](const json& v) {
+    return (v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0) ||
+           ((v.is_array() || v.is_object() || v.is_string()) && !v.empty());
+  };
+  for (const char* key : {"logprobs", "top_logprobs", "echo", "tools", "functions", "tool_choice", "function_call",
+                          "logit_bias", "suffix"}) {
+    if (const json* v = Field(body, key); v && truthy(*v)) return Bad(key, "is not supported by unmask", *v);
+  }
+  if (const json* v = Field(body, "best_of"); v && !(v->is_number_integer() && v->get<std::int64_t>() == 1))
+    return Bad("best_of", "only 1 is supported", *v);
+  if (const json* v = Field(body, "top_p"); v && !(v->is_number() && v->get<double>() == 1.0))
+    return Bad("top_p", "only 1 is supported (diffusion sampling draws from the whole distribution)", *v);
+  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
+    if (const json* v = Field(body, key); v && !(v->is_number() && v->get<double>() == 0.0))
+      return Bad(key, "only 0 is supported", *v);
+  }
+  if (const json* v = Field(body, "response_format")) {
+    if (!v->is_object() || v->value("type", "") != "text") return Bad("response_format", "only {\"type\": \"text\"} is supported", *v);
+  }
+  // unmask's extension the core cannot run yet: refused rather than silently ignored.
+  if (const json* v = Field(body, "early_stop"))
+    return Bad("early_stop", "is not supported yet (the fast modes stop early at EOS as they always do)", *v);
+  return OkStatus();
+}
+
+StatusOr<std::string> MessageContent(const json& content, const std::string& field) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return Bad(field, "must be a string or an array of text parts", content);
+  std::string text;
+  for (std::size_t k = 0; k < content.size(); ++k) {
+    const json& part = content[k];
+    const std::string pf = field + "[" + std::to_string(k) + "]";
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      return Bad(pf, "must be {\"type\": \"text\", \"text\": \"...\"} (only text parts are supported)", part);
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+Status ParseMessages(const json& body, v1::GenerateRequest& r) {
+  const json* messages = Field(body, "messages");
+  if (!messages) return InvalidArgumentError("messages: is required");
+  if (!messages->is_array() || messages->empty()) return Bad("messages", "must be a non-empty array of messages", *messages);
+  auto& out = *r.mutable_chat();
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return Bad(field, "must be an object with role and content", m);
+    const json* role_v = Field(m, "role");
+    if (!role_v) return InvalidArgumentError(field + ".role: is required");
+    UNMASK_ASSIGN_OR_RETURN(std::string role, String(*role_v, field + ".role", 32));
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant")
+      return Bad(field + ".role", "must be system, developer, user or assistant", *role_v);
+    if (role == "system" && i != 0) return Bad(field + ".role", "a system message is allowed only first", *role_v);
+    if (i + 1 == messages->size() && role != "user") return Bad(field + ".role", "the last message must be the user's", *role_v);
+    std::string content;
+    if (const json* c = Field(m, "content")) {
+      UNMASK_ASSIGN_OR_RETURN(content, MessageContent(*c, field + ".content"));
+    } else if (role != "assistant") {
+      return InvalidArgumentError(field + ".content: is required");
+    }
+    bytes += content.size();
+    if (bytes > kMaxPromptBytes)
+      return Bad("messages", "must hold at most " + std::to_string(kMaxPromptBytes) + " bytes of content", json(bytes));
+    auto* msg = out.add_messages();
+    msg->set_role(role);
+    msg->set_content(std::move(content));
+  }
+  return OkStatus();
+}
+
+Status ParsePrompt(const json& body, v1::GenerateRequest& r) {
+  const json* prompt = Field(body, "prompt");
+  if (!prompt) return InvalidArgumentError("prompt: is required");
+  if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) prompt = &(*prompt)[0];
+  if (prompt->is_string()) {
+    UNMASK_ASSIGN_OR_RETURN(std::string text, String(*prompt, "prompt", kMaxPromptBytes));
+    r.set_text(std::move(text));
+    return OkStatus();
+  }
+  if (prompt->is_array() && !prompt->empty()) {
+    auto* ids = r.mutable_ids();
+    for (std::size_t i = 0; i < prompt->size(); ++i) {
+      UNMASK_ASSIGN_OR_RETURN(std::int64_t id, Integer((*prompt)[i], "prompt[" + std::to_string(i) + "]", 0, INT32_MAX));
+      ids->add_ids(id);
+    }
+    return OkStatus();
+  }
+  return Bad("prompt", "must be a non-empty string, an array of one string, or an array of token ids", *prompt);
+}
+
+Status ParseStop(const json& body, OpenAiRequest& out) {
+  const json* stop = Field(body, "stop");
+  if (!stop) return OkStatus();
+  if (stop->is_string()) {
+    UNMASK_ASSIGN_OR_RETURN(std::string s, String(*stop, "stop", kMaxStopBytes));
+    out.stop.push_back(std::move(s));
+    return OkStatus();
+  }
+  if (!stop->is_array() || stop->size() > kMaxStopStrings)
+    return Bad("stop", "must be a string or an array of at most " + std::to_string(kMaxStopStrings) + " strings", *stop);
+  for (std::size_t i = 0; i < stop->size(); ++i) {
+    UNMASK_ASSIGN_OR_RETURN(std::string s, String((*stop)[i], "stop[" + std::to_string(i) + "]", kMaxStopBytes));
+    out.stop.push_back(std::move(s));
+  }
+  return OkStatus();
+}
+
+Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest& out) {
+  v1::GenerationParams& p = *out.generate.mutable_params();
+  p.set_stop_at_eos(true);  // the OpenAI text ends at EOS / EOT
+  const json* max_tokens = Field(body, "max_tokens");
+  if (endpoint == Endpoint::kChatCompletions) {
+    if (const json* alias = Field(body, "max_completion_tokens")) {
+      if (max_tokens && *max_tokens != *alias)
+        return Bad("max_completion_tokens", "must equal max_tokens when both are given", *alias);
+      max_tokens = alias;
+    }
+  }
+  if (max_tokens) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*max_tokens, "max_tokens", 1, kMaxGenLength));
+    p.set_gen_length(n);
+  }
+  if (const json* v = Field(body, "steps")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "steps", 1, kMaxGenLength));
+    p.set_steps(n);
+  }
+  if (const json* v = Field(body, "block_length")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "block_length", 1, kMaxGenLength));
+    p.set_block_length(n);
+  }
+  if (const json* v = Field(body, "temperature")) {
+    UNMASK_ASSIGN_OR_RETURN(double t, Number(*v, "temperature", 0, 100, "must be a number in [0, 100] (0 = greedy)"));
+    p.set_temperature(t);
+  }
+  if (const json* v = Field(body, "cfg_scale")) {
+    UNMASK_ASSIGN_OR_RETURN(double s, Number(*v, "cfg_scale", 0, 100, "must be a number in [0, 100] (0 = off)"));
+    p.set_cfg_scale(s);
+  }
+  if (const json* v = Field(body, "threshold")) {
+    UNMASK_ASSIGN_OR_RETURN(double t, Number(*v, "threshold", 0, 1, "must be a number in (0, 1]"));
+    if (t == 0) return Bad("threshold", "must be a number in (0, 1]", *v);
+    p.set_threshold(t);
+  }
+  if (const json* v = Field(body, "factor")) {
+    UNMASK_ASSIGN_OR_RETURN(double f, Number(*v, "factor", 0, 1e6, "must be a number > 0"));
+    if (f == 0) return Bad("factor", "must be a number > 0", *v);
+    p.set_factor(f);
+  }
+  if (const json* v = Field(body, "seed")) {
+    if (!v->is_number_integer() || (v->is_number_integer() && !v->is_number_unsigned() && v->get<std::int64_t>() < 0))
+      return Bad("seed", "must be a non-negative integer", *v);
+    p.set_seed(v->get<std::uint64_t>());
+  }
+  if (const json* v = Field(body, "sampler")) {
+    UNMASK_ASSIGN_OR_RETURN(std::string name, String(*v, "sampler", 64));
+    auto mode = sampler::ParseSamplerMode(name);
+    if (!mode.ok()) return mode.status().WithContext("sampler");
+    p.set_sampler(name);
+  }
+  if (const json* v = Field(body, "remasking")) {
+    if (!v->is_string() || (*v != "low_confidence" && *v != "random"))
+      return Bad("remasking", "must be \"low_confidence\" or \"random\"", *v);
+    p.set_remasking(*v == "random" ? v1::REMASKING_RANDOM : v1::REMASKING_LOW_CONFIDENCE);
+  }
+  if (const json* v = Field(body, "priority")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "priority", kMinPriority, kMaxPriority));
+    out.generate.set_priority(static_cast<int>(n));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<json> ParseJsonBody(std::string_view body) {
+  json parsed = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return InvalidArgumentError("body: is not valid JSON");
+  if (!parsed.is_object()) return Bad("body", "must be a JSON object", parsed);
+  return parsed;
+}
+
+StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const json& body) {
+  if (!body.is_object()) return Bad("body", "must be a JSON object", body);
+  OpenAiRequest out;
+  out.endpoint = endpoint;
+  const json* model = Field(body, "model");
+  if (!model) return InvalidArgumentError("model: is required");
+  UNMASK_ASSIGN_OR_RETURN(std::string name, String(*model, "model", 256));
+  out.generate.set_model(std::move(name));
+  UNMASK_RETURN_IF_ERROR(endpoint == Endpoint::kChatCompletions ? ParseMessages(body, out.generate)
+                                                                 : ParsePrompt(body, out.generate));
+  if (const json* n = Field(body, "n")) {
+    if (!n->is_number_integer() || n->get<std::int64_t>() != 1)
+      return Bad("n", "only 1 is supported (one choice per request; send several requests for more)", *n);
+  }
+  UNMASK_RETURN_IF_ERROR(RefuseUnsupported(body));
+  UNMASK_RETURN_IF_ERROR(ParseGenerationFields(body, endpoint, out));
+  UNMASK_RETURN_IF_ERROR(ParseStop(body, out));
+  if (const json* v = Field(body, "user")) {
+    UNMASK_ASSIGN_OR_RETURN(out.user, String(*v, "user", kMaxUserBytes, /*allow_empty=*/true));
+  }
+  if (const json* v = Field(body, "stream")) {
+    if (!v->is_boolean()) return Bad("stream", "must be true or false", *v);
+    out.stream = v->get<bool>();
+  }
+  if (const json* v = Field(body, "stream_options")) {
+    if (!v->is_object()) return Bad("stream_options", "must be an object", *v);
+    if (const json* u = Field(*v, "include_usage")) {
+      if (!u->is_boolean()) return Bad("stream_options.include_usage", "must be true or false", *u);
+      out.include_usage = u->get<bool>();
+    }
+  }
+  return out;
+}
+
+}  // namespace unmask::scheduler::http

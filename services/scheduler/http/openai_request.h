@@ -1,0 +1,47 @@
+// OpenAI request bodies (POST /v1/chat/completions, /v1/completions) into the scheduler core's
+// GenerateRequest, plus what the HTTP side itself needs (stream, stop strings). No gRPC and no
+// HTTP library here: a JSON value in, a request or an InvalidArgument naming the field out.
+//
+// Field by field: `model`; `messages` (chat: role system / developer / user / assistant,
+// content a string or an array of text parts) or `prompt` (completions: a string or an array of
+// token ids); `max_tokens` (chat also `max_completion_tokens`) -> gen_length; `stop` (a string or
+// up to 4 strings); `n` (1 only); `temperature`; `seed`; `user`; `stream` and
+// `stream_options.include_usage`. unmask's diffusion fields: `steps`, `block_length`, `sampler`,
+// `threshold`, `factor`, `cfg_scale`, `remasking` ("low_confidence" | "random"), `priority`;
+// `early_stop` is recognized and refused (the core has no such switch yet). Fields the API has
+// but unmask cannot honour (`logprobs`, `echo`, `best_of` > 1, `tools`, ...) are refused by name;
+// other unknown fields are ignored, as OpenAI-compatible servers do.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/util/status.h"
+#include "unmask/v1/scheduler.pb.h"
+
+namespace unmask::scheduler::http {
+
+enum class Endpoint { kChatCompletions, kCompletions };
+
+constexpr std::size_t kMaxStopStrings = 4;
+constexpr std::size_t kMaxStopBytes = 256;
+constexpr std::size_t kMaxUserBytes = 256;
+
+struct OpenAiRequest {
+  Endpoint endpoint = Endpoint::kChatCompletions;
+  v1::GenerateRequest generate;   // what goes to SchedulerCore::Accept
+  bool stream = false;
+  bool include_usage = false;     // stream_options.include_usage: a last chunk with usage
+  std::vector<std::string> stop;  // the output is cut at the first of these
+  std::string user;
+};
+
+// The body as JSON: InvalidArgument when it is not a JSON object.
+StatusOr<nlohmann::json> ParseJsonBody(std::string_view body);
+
+// InvalidArgument "<field>: <rule>, got <value>" for the first bad field.
+StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const nlohmann::json& body);
+
+}  // namespace unmask::scheduler::http

@@ -1,0 +1,139 @@
+// The response and chunk bodies: the OpenAI shapes stock clients read, and unmask's extension.
+#include "services/scheduler/http/openai_render.h"
+
+#include <gtest/gtest.h>
+
+namespace unmask::scheduler::http {
+namespace {
+
+using nlohmann::json;
+
+v1::SubmitResponse Submitted() {
+  v1::SubmitResponse s;
+  s.set_job_id("job1");
+  auto* a = s.mutable_accepted();
+  a->mutable_params()->set_gen_length(64);
+  a->mutable_params()->set_block_length(32);
+  a->mutable_params()->set_steps(32);
+  a->mutable_params()->set_sampler("dual_cache");
+  a->set_prompt_tokens(9);
+  auto* adj = a->add_adjustments();
+  adj->set_field("gen_length");
+  adj->set_asked("4096");
+  adj->set_applied("64");
+  adj->set_reason("fits the executors' memory");
+  adj = a->add_adjustments();
+  adj->set_field("steps");
+  adj->set_asked("4096");
+  adj->set_applied("32");
+  adj->set_reason("at most gen_length");
+  return s;
+}
+
+TEST(OpenAiRenderTest, ChatCompletionHasTheOpenAiShape) {
+  const auto id = MakeIdentity(Endpoint::kChatCompletions, "job1", 1700000000, "unmask-kjv");
+  const json r = CompletionResponse(id, "In the beginning", "stop", Usage(9, 4), AcceptedExtension(Submitted()));
+  EXPECT_EQ(r["id"], "chatcmpl-job1");
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["created"], 1700000000);
+  EXPECT_EQ(r["model"], "unmask-kjv");
+  ASSERT_EQ(r["choices"].size(), 1u);
+  EXPECT_EQ(r["choices"][0]["index"], 0);
+  EXPECT_EQ(r["choices"][0]["message"], json({{"role", "assistant"}, {"content", "In the beginning"}}));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(r["usage"], json({{"prompt_tokens", 9}, {"completion_tokens", 4}, {"total_tokens", 13}}));
+  EXPECT_EQ(r["unmask"]["job_id"], "job1");
+}
+
+TEST(OpenAiRenderTest, TextCompletionCarriesText) {
+  const auto id = MakeIdentity(Endpoint::kCompletions, "job1", 1, "m");
+  const json r = CompletionResponse(id, "abc", "length", Usage(1, 2), nullptr);
+  EXPECT_EQ(r["id"], "cmpl-job1");
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["choices"][0]["text"], "abc");
+  EXPECT_FALSE(r["choices"][0].contains("message"));
+  EXPECT_FALSE(r.contains("unmask"));
+}
+
+TEST(OpenAiRenderTest, ClampsAreReportedInTheExtensionAndTheHeader) {
+  const json ext = AcceptedExtension(Submitted());
+  ASSERT_EQ(ext["clamped"].size(), 2u);
+  EXPECT_EQ(ext["clamped"][0], json({{"field", "max_tokens"}, {"asked", "4096"}, {"applied", "64"}, {"reason", "fits the executors' memory"}}));
+  EXPECT_EQ(ext["clamped"][1]["field"], "steps");
+  EXPECT_EQ(ext["params"]["max_tokens"], 64);
+  EXPECT_EQ(ext["params"]["sampler"], "dual_cache");
+  EXPECT_EQ(ext["params"]["remasking"], "low_confidence");
+  EXPECT_EQ(ClampedHeader(Submitted().accepted()), "max_tokens=4096->64, steps=4096->32");
+  EXPECT_EQ(ClampedHeader(v1::Accepted()), "none");
+  v1::Accepted odd;
+  auto* adj = odd.add_adjustments();
+  adj->set_field("sampler");
+  adj->set_asked("a\nb");
+  adj->set_applied("r\xC3\xA9");
+  EXPECT_EQ(ClampedHeader(odd), "sampler=a?b->r??");  // nothing that could break the header
+}
+
+TEST(OpenAiRenderTest, ChatChunksCarryDeltasAndTheStep) {
+  const auto id = MakeIdentity(Endpoint::kChatCompletions, "j", 5, "m");
+  v1::StepEvent step;
+  step.set_step(3);
+  step.set_block(1);
+  step.set_step_in_block(0);
+  step.mutable_unmasked()->add_positions(7);
+  step.mutable_unmasked()->add_positions(2);
+  step.mutable_unmasked()->add_tokens(100);
+  step.mutable_unmasked()->add_tokens(200);
+  const json c = TextDeltaChunk(id, " the", nullptr, StepExtension(step));
+  EXPECT_EQ(c["object"], "chat.completion.chunk");
+  EXPECT_EQ(c["id"], "chatcmpl-j");
+  EXPECT_EQ(c["choices"][0]["delta"], json({{"content", " the"}}));
+  EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(c["unmask"], json({{"step", 3}, {"block", 1}, {"step_in_block", 0}, {"positions", {7, 2}}, {"tokens", {100, 200}}}));
+  // No new final text: an empty delta, the step still there.
+  const json empty = TextDeltaChunk(id, "", nullptr, StepExtension(step));
+  EXPECT_EQ(empty["choices"][0]["delta"], json::object());
+  const json last = TextDeltaChunk(id, "", "length", nullptr);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(last.contains("unmask"));
+  const json first = ChatChunk(id, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+}
+
+TEST(OpenAiRenderTest, TextChunksAndTheUsageChunk) {
+  const auto id = MakeIdentity(Endpoint::kCompletions, "j", 5, "m");
+  const json c = TextDeltaChunk(id, "abc", "stop", nullptr);
+  EXPECT_EQ(c["object"], "text_completion");
+  EXPECT_EQ(c["choices"][0]["text"], "abc");
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+  const json u = UsageChunk(id, Usage(3, 4));
+  EXPECT_EQ(u["choices"], json::array());
+  EXPECT_EQ(u["usage"]["total_tokens"], 7);
+}
+
+TEST(OpenAiRenderTest, ServerSentEventsFraming) {
+  EXPECT_EQ(SseData(json({{"a", 1}})), "data: {\"a\":1}\n\n");
+  EXPECT_EQ(std::string(kSseDone), "data: [DONE]\n\n");
+  EXPECT_EQ(SseComment("queued\nposition 1"), ": queued position 1\n\n");  // one line, whatever it holds
+  // Text that is not valid UTF-8 cannot break the JSON of a chunk.
+  EXPECT_EQ(SseData(json({{"t", std::string("a\xFF")}})), "data: {\"t\":\"a\xEF\xBF\xBD\"}\n\n");
+}
+
+TEST(OpenAiRenderTest, ModelList) {
+  v1::ListServedModelsResponse models;
+  auto* m = models.add_models();
+  m->set_model("unmask-kjv");
+  m->add_executors("executor-0");
+  m->set_precision("bf16");
+  m->set_budget_bytes(1024);
+  const json list = ModelList(models);
+  EXPECT_EQ(list["object"], "list");
+  ASSERT_EQ(list["data"].size(), 1u);
+  EXPECT_EQ(list["data"][0]["id"], "unmask-kjv");
+  EXPECT_EQ(list["data"][0]["object"], "model");
+  EXPECT_EQ(list["data"][0]["owned_by"], "unmask");
+  EXPECT_EQ(list["data"][0]["unmask"]["executors"], json({"executor-0"}));
+  EXPECT_EQ(ModelList({})["data"], json::array());
+}
+
+}  // namespace
+}  // namespace unmask::scheduler::http

@@ -1,0 +1,203 @@
+// The OpenAI request parser: what each field becomes in the core's request, and a clear 400
+// naming the field for bad input in every field.
+#include "services/scheduler/http/openai_request.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "services/scheduler/http/http_errors.h"
+
+namespace unmask::scheduler::http {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+json Chat() { return {{"model", "unmask-kjv"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}}; }
+json Completion() { return {{"model", "unmask-kjv"}, {"prompt", "In the beginning"}}; }
+
+TEST(OpenAiRequestTest, ChatFieldsBecomeTheCoreRequest) {
+  json body = Chat();
+  body["messages"] = {{{"role", "developer"}, {"content", "Be brief."}},
+                      {{"role", "user"}, {"content", "Hi"}},
+                      {{"role", "assistant"}, {"content", nullptr}},
+                      {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "What does "}}, {{"type", "text"}, {"text", "John 3:16 say?"}}}}}};
+  body.update({{"max_tokens", 64}, {"steps", 32}, {"block_length", 16}, {"temperature", 0.5}, {"seed", 7},
+               {"sampler", "dual_cache+threshold"}, {"threshold", 0.8}, {"factor", 2.0}, {"cfg_scale", 1.5},
+               {"remasking", "random"}, {"priority", -3}, {"stop", "\n"}, {"n", 1}, {"user", "u-1"}, {"stream", true},
+               {"stream_options", {{"include_usage", true}}}, {"top_p", 1}, {"logprobs", false}, {"unknown_field", 1}});
+  auto r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto& g = r->generate;
+  EXPECT_EQ(g.model(), "unmask-kjv");
+  ASSERT_EQ(g.chat().messages_size(), 4);
+  EXPECT_EQ(g.chat().messages(0).role(), "system");  // developer is OpenAI's newer name for it
+  EXPECT_EQ(g.chat().messages(2).content(), "");
+  EXPECT_EQ(g.chat().messages(3).content(), "What does John 3:16 say?");
+  const auto& p = g.params();
+  EXPECT_EQ(p.gen_length(), 64);
+  EXPECT_EQ(p.steps(), 32);
+  EXPECT_EQ(p.block_length(), 16);
+  EXPECT_DOUBLE_EQ(p.temperature(), 0.5);
+  EXPECT_EQ(p.seed(), 7u);
+  EXPECT_EQ(p.sampler(), "dual_cache+threshold");
+  EXPECT_DOUBLE_EQ(p.threshold(), 0.8);
+  EXPECT_DOUBLE_EQ(p.factor(), 2.0);
+  EXPECT_DOUBLE_EQ(p.cfg_scale(), 1.5);
+  EXPECT_EQ(p.remasking(), v1::REMASKING_RANDOM);
+  EXPECT_TRUE(p.stop_at_eos());
+  EXPECT_EQ(g.priority(), -3);
+  EXPECT_EQ(r->stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(r->user, "u-1");
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+}
+
+TEST(OpenAiRequestTest, UnsetAndNullFieldsLeaveTheCoreDefaults) {
+  json body = Chat();
+  body.update({{"max_tokens", nullptr}, {"stop", nullptr}, {"temperature", nullptr}, {"seed", nullptr}});
+  auto r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->generate.params().has_gen_length());
+  EXPECT_FALSE(r->generate.params().has_steps());
+  EXPECT_FALSE(r->generate.params().has_block_length());
+  EXPECT_TRUE(r->stop.empty());
+  EXPECT_FALSE(r->stream);
+}
+
+TEST(OpenAiRequestTest, MaxCompletionTokensIsTheChatAliasOfMaxTokens) {
+  json body = Chat();
+  body["max_completion_tokens"] = 48;
+  auto r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->generate.params().gen_length(), 48);
+}
+
+TEST(OpenAiRequestTest, CompletionPromptIsTextOrTokenIds) {
+  auto text = ParseOpenAiRequest(Endpoint::kCompletions, Completion());
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->generate.text(), "In the beginning");
+
+  json one = Completion();
+  one["prompt"] = {"In the beginning"};
+  auto single = ParseOpenAiRequest(Endpoint::kCompletions, one);
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->generate.text(), "In the beginning");
+
+  json ids = Completion();
+  ids["prompt"] = {5, 6, 7};
+  auto parsed = ParseOpenAiRequest(Endpoint::kCompletions, ids);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_THAT(std::vector<std::int64_t>(parsed->generate.ids().ids().begin(), parsed->generate.ids().ids().end()),
+              ::testing::ElementsAre(5, 6, 7));
+
+  json stops = Completion();
+  stops["stop"] = {"\n", "Amen"};
+  auto s = ParseOpenAiRequest(Endpoint::kCompletions, stops);
+  ASSERT_TRUE(s.ok());
+  EXPECT_THAT(s->stop, ::testing::ElementsAre("\n", "Amen"));
+}
+
+struct BadCase {
+  Endpoint endpoint;
+  std::string patch;  // JSON merged into the valid body ("-key" removes key)
+  std::string field;  // what the message starts with and param says
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.patch; }  // readable test names
+
+class BadFieldTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadFieldTest, IsRefusedNamingTheField) {
+  const BadCase& c = GetParam();
+  json body = c.endpoint == Endpoint::kChatCompletions ? Chat() : Completion();
+  if (c.patch[0] == '-') {
+    body.erase(c.patch.substr(1));
+  } else {
+    body.update(json::parse(c.patch));
+  }
+  auto r = ParseOpenAiRequest(c.endpoint, body);
+  ASSERT_FALSE(r.ok()) << c.patch;
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), StartsWith(c.field + ":")) << c.patch;
+  // The error object the client gets: 400 with the field as param.
+  const HttpError e = ToHttpError(r.status());
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.body["error"]["param"], c.field) << e.body.dump();
+  EXPECT_EQ(e.body["error"]["type"], "invalid_request_error");
+}
+
+constexpr auto kChat = Endpoint::kChatCompletions;
+constexpr auto kText = Endpoint::kCompletions;
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryField, BadFieldTest,
+    ::testing::Values(
+        BadCase{kChat, "-model", "model"}, BadCase{kChat, R"({"model": 5})", "model"},
+        BadCase{kChat, R"({"model": ""})", "model"}, BadCase{kChat, "-messages", "messages"},
+        BadCase{kChat, R"({"messages": []})", "messages"}, BadCase{kChat, R"({"messages": "Hi"})", "messages"},
+        BadCase{kChat, R"({"messages": [5]})", "messages[0]"},
+        BadCase{kChat, R"({"messages": [{"content": "Hi"}]})", "messages[0].role"},
+        BadCase{kChat, R"({"messages": [{"role": "tool", "content": "Hi"}]})", "messages[0].role"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}, {"role": "user", "content": "c"}]})", "messages[1].role"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})", "messages[1].role"},
+        BadCase{kChat, R"({"messages": [{"role": "user"}]})", "messages[0].content"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content[0]"},
+        BadCase{kText, "-prompt", "prompt"}, BadCase{kText, R"({"prompt": ""})", "prompt"},
+        BadCase{kText, R"({"prompt": {}})", "prompt"}, BadCase{kText, R"({"prompt": []})", "prompt"},
+        BadCase{kText, R"({"prompt": [1, -2]})", "prompt[1]"}, BadCase{kText, R"({"prompt": [1, "a"]})", "prompt[1]"},
+        BadCase{kChat, R"({"max_tokens": 0})", "max_tokens"}, BadCase{kChat, R"({"max_tokens": "64"})", "max_tokens"},
+        BadCase{kText, R"({"max_tokens": 1000000})", "max_tokens"}, BadCase{kText, R"({"max_tokens": 1.5})", "max_tokens"},
+        BadCase{kChat, R"({"max_tokens": 64, "max_completion_tokens": 32})", "max_completion_tokens"},
+        BadCase{kChat, R"({"max_completion_tokens": -1})", "max_tokens"},
+        BadCase{kText, R"({"steps": 0})", "steps"}, BadCase{kText, R"({"steps": "many"})", "steps"},
+        BadCase{kText, R"({"block_length": -4})", "block_length"},
+        BadCase{kText, R"({"temperature": -0.1})", "temperature"}, BadCase{kText, R"({"temperature": "hot"})", "temperature"},
+        BadCase{kText, R"({"temperature": 101})", "temperature"}, BadCase{kText, R"({"cfg_scale": -1})", "cfg_scale"},
+        BadCase{kText, R"({"threshold": 0})", "threshold"}, BadCase{kText, R"({"threshold": 1.5})", "threshold"},
+        BadCase{kText, R"({"factor": 0})", "factor"}, BadCase{kText, R"({"factor": "x"})", "factor"},
+        BadCase{kText, R"({"seed": -1})", "seed"}, BadCase{kText, R"({"seed": 1.5})", "seed"},
+        BadCase{kText, R"({"seed": "1"})", "seed"}, BadCase{kText, R"({"sampler": "fastest"})", "sampler"},
+        BadCase{kText, R"({"sampler": 3})", "sampler"}, BadCase{kText, R"({"remasking": "lowest"})", "remasking"},
+        BadCase{kText, R"({"priority": 11})", "priority"}, BadCase{kText, R"({"priority": "high"})", "priority"},
+        BadCase{kText, R"({"n": 2})", "n"}, BadCase{kChat, R"({"n": 0})", "n"}, BadCase{kChat, R"({"n": "1"})", "n"},
+        BadCase{kText, R"({"stop": 5})", "stop"}, BadCase{kText, R"({"stop": ""})", "stop"},
+        BadCase{kText, R"({"stop": ["a", ""]})", "stop[1]"}, BadCase{kText, R"({"stop": ["a", "b", "c", "d", "e"]})", "stop"},
+        BadCase{kText, R"({"user": 5})", "user"}, BadCase{kText, R"({"stream": "yes"})", "stream"},
+        BadCase{kText, R"({"stream_options": 1})", "stream_options"},
+        BadCase{kText, R"({"stream_options": {"include_usage": "yes"}})", "stream_options.include_usage"},
+        BadCase{kText, R"({"early_stop": true})", "early_stop"}, BadCase{kChat, R"({"early_stop": false})", "early_stop"},
+        BadCase{kText, R"({"logprobs": 2})", "logprobs"}, BadCase{kChat, R"({"logprobs": true})", "logprobs"},
+        BadCase{kText, R"({"echo": true})", "echo"}, BadCase{kText, R"({"best_of": 3})", "best_of"},
+        BadCase{kText, R"({"top_p": 0.9})", "top_p"}, BadCase{kText, R"({"presence_penalty": 0.5})", "presence_penalty"},
+        BadCase{kChat, R"({"tools": [{"type": "function"}]})", "tools"},
+        BadCase{kChat, R"({"response_format": {"type": "json_object"}})", "response_format"},
+        BadCase{kText, R"({"suffix": "end"})", "suffix"}));
+
+TEST(OpenAiRequestTest, UserOfMoreThanTheLimitIsRefused) {
+  json body = Completion();
+  body["user"] = std::string(kMaxUserBytes + 1, 'u');
+  auto r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), StartsWith("user: must be at most 256 bytes"));
+}
+
+TEST(OpenAiRequestTest, TheBodyMustBeAJsonObject) {
+  auto bad = ParseJsonBody("{\"model\": ");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("not valid JSON"));
+  auto array = ParseJsonBody("[1, 2]");
+  ASSERT_FALSE(array.ok());
+  EXPECT_THAT(array.status().message(), StartsWith("body: must be a JSON object"));
+  auto ok = ParseJsonBody(R"({"model": "m"})");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ((*ok)["model"], "m");
+}
+
+}  // namespace
+}  // namespace unmask::scheduler::http

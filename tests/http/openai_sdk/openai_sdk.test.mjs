@@ -1,0 +1,172 @@
+// The official openai SDK against unmask-scheduler's HTTP API, as a user would use it: the
+// stack is the real binaries serving models/unmask-kjv (started by openai_sdk_driver).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import OpenAI from 'openai';
+
+const baseURL = `${process.env.UNMASK_HTTP_URL}/v1`;
+const client = new OpenAI({ baseURL, apiKey: 'not-checked', maxRetries: 0, timeout: 120_000 });
+const MODEL = 'unmask-kjv';
+const CHAT = {
+  model: MODEL,
+  messages: [{ role: 'user', content: 'What does John 3:16 say?' }],
+  max_tokens: 96,
+  block_length: 32,
+  steps: 96,
+};
+
+const words = (s) => s.split(/[^A-Za-z]+/).filter(Boolean);
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  assert.fail('the request was expected to fail');
+}
+
+test('lists the served model', async () => {
+  const models = await client.models.list();
+  const ids = models.data.map((m) => m.id);
+  assert.deepEqual(ids, [MODEL]);
+  assert.equal(models.data[0].object, 'model');
+  assert.ok(models.data[0].unmask.executors.length >= 1);
+});
+
+test('chat completion: an answer that ends by itself, usage, the clamp report', async () => {
+  const { data, response } = await client.chat.completions.create(CHAT).withResponse();
+  const choice = data.choices[0];
+  assert.equal(data.object, 'chat.completion');
+  assert.equal(choice.message.role, 'assistant');
+  assert.ok(words(choice.message.content).length >= 3, choice.message.content);
+  assert.ok(!choice.message.content.includes('<|'), choice.message.content);
+  assert.equal(choice.finish_reason, 'stop'); // ended with EOT before 96 tokens
+  assert.ok(data.usage.prompt_tokens > 5);
+  assert.ok(data.usage.completion_tokens >= 3 && data.usage.completion_tokens < 96, JSON.stringify(data.usage));
+  assert.equal(data.usage.total_tokens, data.usage.prompt_tokens + data.usage.completion_tokens);
+  assert.deepEqual(data.unmask.clamped, []);
+  assert.equal(data.unmask.params.steps, 96);
+  assert.equal(response.headers.get('x-unmask-clamped'), 'none');
+  assert.equal(response.headers.get('x-unmask-job-id'), data.unmask.job_id);
+  assert.equal(data.id, `chatcmpl-${data.unmask.job_id}`);
+});
+
+test('streamed chat completion: deltas add up to the same answer, every diffusion step arrives', async () => {
+  const whole = await client.chat.completions.create(CHAT);
+  const stream = await client.chat.completions.create({ ...CHAT, stream: true, stream_options: { include_usage: true } });
+  let text = '';
+  let role = null;
+  let finish = null;
+  let usage = null;
+  const steps = [];
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    role = choice.delta.role ?? role;
+    text += choice.delta.content ?? '';
+    finish = choice.finish_reason ?? finish;
+    if (chunk.unmask?.step !== undefined) {
+      assert.equal(chunk.unmask.positions.length, chunk.unmask.tokens.length);
+      steps.push(chunk.unmask.step);
+    }
+  }
+  assert.equal(role, 'assistant');
+  assert.equal(text, whole.choices[0].message.content); // greedy: the same text, streamed
+  assert.equal(finish, 'stop');
+  assert.deepEqual(steps, [...Array(96).keys()]);
+  assert.deepEqual(usage, whole.usage);
+});
+
+test('completion, and a stop string that cuts it', async () => {
+  const request = { model: MODEL, prompt: 'And God said unto Moses,', max_tokens: 32, block_length: 32, steps: 32 };
+  const first = await client.completions.create(request);
+  assert.equal(first.object, 'text_completion');
+  const text = first.choices[0].text;
+  const w = words(text);
+  assert.ok(w.length >= 4, text);
+  assert.equal(first.usage.total_tokens, first.usage.prompt_tokens + first.usage.completion_tokens);
+  // Stop at a word in the middle: the text up to it, finish_reason "stop".
+  const stopWord = ` ${w[2]}`;
+  const cut = await client.completions.create({ ...request, stop: [stopWord] });
+  assert.equal(cut.choices[0].text, text.slice(0, text.indexOf(stopWord)));
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+  // Streamed, with the stop string: the same cut text.
+  const stream = await client.completions.create({ ...request, stop: stopWord, stream: true });
+  let streamed = '';
+  for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? '';
+  assert.equal(streamed, cut.choices[0].text);
+});
+
+test('a client that disconnects from a stream cancels its job', async () => {
+  const stream = await client.completions.create({
+    model: MODEL, prompt: 'In the beginning', max_tokens: 256, block_length: 256, steps: 256, stream: true,
+  });
+  let jobId = null;
+  for await (const chunk of stream) {
+    jobId = jobId ?? chunk.unmask?.job_id;
+    if (chunk.unmask?.step !== undefined) break; // leaves the loop: the SDK aborts the request
+  }
+  assert.ok(jobId);
+  const state = () =>
+    execFileSync(process.env.UNMASK_CLI, ['--scheduler', process.env.UNMASK_SCHEDULER, 'jobs', '--state', 'cancelled'], {
+      encoding: 'utf8',
+    });
+  const deadline = Date.now() + 30_000;
+  while (!state().includes(jobId)) {
+    assert.ok(Date.now() < deadline, `job ${jobId} was not cancelled:\n${execFileSync(process.env.UNMASK_CLI, ['--scheduler', process.env.UNMASK_SCHEDULER, 'jobs'], { encoding: 'utf8' })}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+});
+
+test('400: a bad field is a BadRequestError naming it', async () => {
+  for (const [extra, param] of [
+    [{ n: 2 }, 'n'],
+    [{ max_tokens: 0 }, 'max_tokens'],
+    [{ sampler: 'fastest' }, 'sampler'],
+    [{ early_stop: true }, 'early_stop'],
+    [{ temperature: -1 }, 'temperature'],
+  ]) {
+    const err = await rejection(client.chat.completions.create({ ...CHAT, ...extra }));
+    assert.ok(err instanceof OpenAI.BadRequestError, `${JSON.stringify(extra)}: ${err}`);
+    assert.equal(err.status, 400);
+    assert.equal(err.param, param);
+    assert.ok(err.message.includes(param), err.message);
+  }
+  // The core's own checks after defaults: steps more than the tokens.
+  const err = await rejection(client.completions.create({ model: MODEL, prompt: 'x', max_tokens: 8, steps: 16 }));
+  assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+  assert.equal(err.param, 'steps');
+});
+
+test('404: an unknown model is a NotFoundError', async () => {
+  const err = await rejection(client.chat.completions.create({ ...CHAT, model: 'no-such-model' }));
+  assert.ok(err instanceof OpenAI.NotFoundError, String(err));
+  assert.equal(err.param, 'model');
+  assert.equal(err.code, 'model_not_found');
+});
+
+test('413: a body over --http-max-body-bytes', async () => {
+  const err = await rejection(client.completions.create({ model: MODEL, prompt: 'a'.repeat(100_000) }));
+  assert.ok(err instanceof OpenAI.APIError, String(err));
+  assert.equal(err.status, 413);
+  assert.equal(err.code, 'request_too_large');
+});
+
+test('429: a full queue is a RateLimitError', async () => {
+  const full = new OpenAI({ baseURL: `${process.env.UNMASK_HTTP_URL_FULL_QUEUE}/v1`, apiKey: 'x', maxRetries: 0 });
+  const err = await rejection(full.chat.completions.create(CHAT));
+  assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+  assert.equal(err.status, 429);
+  assert.equal(err.code, 'queue_full');
+});
+
+test('503: a model no executor serves is an InternalServerError with status 503', async () => {
+  const err = await rejection(client.chat.completions.create({ ...CHAT, model: 'unserved-kjv' }));
+  assert.ok(err instanceof OpenAI.InternalServerError, String(err));
+  assert.equal(err.status, 503);
+  assert.equal(err.code, 'no_executor');
+});
