@@ -19,6 +19,8 @@ PACKAGES=(
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
+  # the official generate() loop in eager PyTorch that bench/engine/bench_official.py times
+  python3-torch
   # the corpus unmask trains its own model on (tools/make_corpus.sh)
   bible-kjv bible-kjv-text
   # helm chart renderer (tools/helmrender): Helm's template engine from Debian's Go packages
