@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
   chat << "Reference sampler, gen_length " << chat_gen << ", block " << chat_block << ", " << chat_gen
        << " steps, temperature 0; the reply is the text before the first"
        << " EOT/EOS. Exact: the reply equals the verse text; words in place: share of the expected reply's words that"
-       << " the reply has at the same position; stopped: the model ended its reply with EOT/EOS.\n\n"
+       << " the reply has at the same position; stopped: the model ended its reply with EOT/EOS."
        << " Reply words: mean words per reply (the expected mean in brackets); corpus words: share of the reply's"
        << " words that are words of the corpus.\n\n"
        << "| pairs | n | exact | words in place | reply words | corpus words | stopped |\n|---|---|---|---|---|---|---|\n";
