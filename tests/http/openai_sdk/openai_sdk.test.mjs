@@ -122,12 +122,35 @@ test('a client that disconnects from a stream cancels its job', async () => {
   }
 });
 
+test('early_stop: false runs every block after the answer ended; absent keeps the fast samplers\' early stop', async () => {
+  // The chat answer ends in EOS within the first block of 32; dual_cache runs 16 steps per block.
+  const request = { ...CHAT, max_tokens: 64, block_length: 32, steps: 32, sampler: 'dual_cache', stream: true };
+  const run = async (extra) => {
+    let params = null;
+    let steps = 0;
+    let text = '';
+    for await (const chunk of await client.chat.completions.create({ ...request, ...extra })) {
+      params = params ?? chunk.unmask?.params ?? null;
+      if (chunk.unmask?.step !== undefined) steps += 1;
+      text += chunk.choices[0]?.delta?.content ?? '';
+    }
+    return { params, steps, text };
+  };
+  const byDefault = await run({});
+  const off = await run({ early_stop: false });
+  assert.equal(byDefault.params.early_stop, true);
+  assert.equal(off.params.early_stop, false);
+  assert.equal(byDefault.steps, 16);
+  assert.equal(off.steps, 32);
+  assert.equal(off.text, byDefault.text); // the rest of the row is EOS either way
+});
+
 test('400: a bad field is a BadRequestError naming it', async () => {
   for (const [extra, param] of [
     [{ n: 2 }, 'n'],
     [{ max_tokens: 0 }, 'max_tokens'],
     [{ sampler: 'fastest' }, 'sampler'],
-    [{ early_stop: true }, 'early_stop'],
+    [{ early_stop: 'off' }, 'early_stop'],
     [{ temperature: -1 }, 'temperature'],
   ]) {
     const err = await rejection(client.chat.completions.create({ ...CHAT, ...extra }));
