@@ -13,6 +13,8 @@ PACKAGES=(
   # services
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhiredis-dev redis-server prometheus-cpp-dev libabsl-dev
+  # API keys: SHA-256 and random bytes from libcrypto
+  libssl-dev
   # the scheduler's OpenAI-compatible HTTP API (and curl for the README's examples, run by a test)
   libcpp-httplib-dev curl
   # libraries used by common/
