@@ -21,6 +21,9 @@ PACKAGES=(
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
+  # the Python client (clients/python): its runtime; its stubs come from protoc and
+  # grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc above)
+  python3-grpcio python3-protobuf
   # the corpus unmask trains its own model on (tools/make_corpus.sh)
   bible-kjv bible-kjv-text
   # helm chart renderer (tools/helmrender): Helm's template engine from Debian's Go packages
