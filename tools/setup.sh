@@ -24,6 +24,8 @@ PACKAGES=(
   # the Python client (clients/python): its runtime; its stubs come from protoc and
   # grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc above)
   python3-grpcio python3-protobuf
+  # the official generate() loop in eager PyTorch that bench/engine/bench_official.py times
+  python3-torch
   # the corpus unmask trains its own model on (tools/make_corpus.sh)
   bible-kjv bible-kjv-text
   # helm chart renderer (tools/helmrender): Helm's template engine from Debian's Go packages

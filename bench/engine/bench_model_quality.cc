@@ -150,6 +150,11 @@ int main(int argc, char** argv) {
   app.add_option("--windows", windows)->capture_default_str();
   app.add_option("--prompts", prompts_n)->capture_default_str();
   app.add_option("--chat-pairs", chat_n)->capture_default_str();
+  // Small blocks: semi-autoregressive enough that the reply is written before the EOS padding
+  // (with one 32-token block the padding, the most confident prediction, closes the reply at once).
+  int chat_gen = 64, chat_block = 8;
+  app.add_option("--chat-gen-length", chat_gen)->capture_default_str();
+  app.add_option("--chat-block-length", chat_block)->capture_default_str();
   app.add_option("--mode-prompts", mode_prompts)->capture_default_str();
   app.add_option("--doc", doc, "markdown file whose bench:quality-* sections are replaced");
   std::string sections = "heldout,chat,samplers,clamp";
@@ -265,9 +270,10 @@ int main(int argc, char** argv) {
   auto model = FromSpec(dir, "bf16");
   c10::AutoGradMode no_grad(false);
   std::ostringstream chat;
-  chat << "Reference sampler, gen_length 96, block 32, 96 steps, temperature 0; the reply is the text before the first"
+  chat << "Reference sampler, gen_length " << chat_gen << ", block " << chat_block << ", " << chat_gen
+       << " steps, temperature 0; the reply is the text before the first"
        << " EOT/EOS. Exact: the reply equals the verse text; words in place: share of the expected reply's words that"
-       << " the reply has at the same position; stopped: the model ended its reply with EOT/EOS.\n\n"
+       << " the reply has at the same position; stopped: the model ended its reply with EOT/EOS."
        << " Reply words: mean words per reply (the expected mean in brackets); corpus words: share of the reply's"
        << " words that are words of the corpus.\n\n"
        << "| pairs | n | exact | words in place | reply words | corpus words | stopped |\n|---|---|---|---|---|---|---|\n";
@@ -284,7 +290,7 @@ int main(int argc, char** argv) {
         ++n;
         sampler::PromptBatch pb;
         pb.ids.emplace_back(pair.prompt.begin(), pair.prompt.end());
-        auto out = Check(sampler::Generate(sampler::SamplerMode::kReference, *model, pb, Params(config, 96, 32, 96)), "chat");
+        auto out = Check(sampler::Generate(sampler::SamplerMode::kReference, *model, pb, Params(config, chat_gen, chat_block, chat_gen)), "chat");
         const std::string reply = Trim(Text(*tok, out.output[0], config));
         bool stop = false;
         for (auto id : out.output[0]) stop = stop || id == config.eos_token_id || id == config.eot_token_id;

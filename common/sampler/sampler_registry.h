@@ -47,7 +47,10 @@ bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
 // Runs `mode`. For a fast mode, options.cache and options.rule are set from the mode (threshold,
 // factor and early_stop are taken from `options`), and the backend must be a model::LladaModel
 // (the fast modes need its hidden states and K/V); any other backend is refused with
-// InvalidArgument. For kReference `options` is ignored.
+// InvalidArgument. For kReference `options` is ignored; at temperature 0 on a model::LladaModel
+// it computes the LM head over the current block's rows only (block_logits' forward without
+// early stop: the reference's ids and unmasking order, proven by the golden test), otherwise it
+// runs ReferenceGenerate, the official loop as written.
 StatusOr<GenerationResult> Generate(SamplerMode mode, const model::ModelBackend& model, const PromptBatch& prompts,
                                     const GenerationParams& params, const FastOptions& options = {},
                                     const StepCallback& on_step = {});

@@ -32,6 +32,7 @@ StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkp
   r.mode = *mode;
   if (in.threshold() != 0) r.fast.threshold = in.threshold();
   if (in.factor() != 0) r.fast.factor = in.factor();
+  if (in.has_early_stop()) r.fast.early_stop = in.early_stop();  // unset: FastOptions' default (on)
   r.stop_at_eos = in.stop_at_eos();
   if (in.attention_query_chunk() < 0)
     return InvalidArgumentError("params.attention_query_chunk: must be >= 0 (0 = the executor's default), got " +

@@ -20,6 +20,9 @@ v1::GenerationParams ToProto(const sampler::GenerationParams& p, const std::stri
   out.set_temperature(p.temperature);
   out.set_cfg_scale(p.cfg_scale);
   out.set_sampler(sampler);
+  // early_stop is never clamped. Unset means on for the fast modes (FastOptions' default), so the
+  // accepted params say so; reference mode has no early stop and keeps whatever was asked.
+  if (!out.has_early_stop() && sampler != "reference") out.set_early_stop(true);
   return out;
 }
 
@@ -282,6 +285,8 @@ v1::JobInfo InfoFromRecord(const jobs::JobRecord& r) {
   info.set_executor(r.executor);
   info.set_attempts(r.attempts);
   info.set_created_unix(r.created_unix_ms / 1000.0);
+  v1::StoredJob stored;
+  if (stored.ParseFromString(r.payload)) *info.mutable_params() = stored.accepted().params();
   if (r.state == jobs::JobState::kSucceeded) {
     v1::Completed c;
     if (c.ParseFromString(r.result)) *info.mutable_result() = c;

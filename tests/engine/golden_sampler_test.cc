@@ -51,15 +51,23 @@ TEST_P(GoldenSamplerTest, MatchesOfficialOutputAndUnmaskingOrder) {
   sampler::PromptBatch prompts;
   prompts.ids = c["prompt"].get<std::vector<std::vector<std::int64_t>>>();
 
-  std::vector<std::vector<std::vector<std::int64_t>>> per_step;
-  auto result = sampler::ReferenceGenerate(*model_, prompts, p, [&](const sampler::StepEvent& ev) {
-    per_step.push_back(ev.positions);
-    return true;
-  });
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
-  EXPECT_EQ(result->output, c["output"].get<std::vector<std::vector<std::int64_t>>>());
-  EXPECT_EQ(per_step, c["unmasked_per_step"].get<std::vector<std::vector<std::vector<std::int64_t>>>>());
-  EXPECT_EQ(result->steps_run, p.steps);
+  // The reference loop itself, and "reference" as every caller asks for it (the registry: at
+  // temperature 0 it computes the LM head over the current block only).
+  for (const bool via_registry : {false, true}) {
+    SCOPED_TRACE(via_registry ? "Generate(kReference)" : "ReferenceGenerate");
+    std::vector<std::vector<std::vector<std::int64_t>>> per_step;
+    auto on_step = [&](const sampler::StepEvent& ev) {
+      per_step.push_back(ev.positions);
+      return true;
+    };
+    auto result = via_registry ? sampler::Generate(sampler::SamplerMode::kReference, *model_, prompts, p, {}, on_step)
+                               : sampler::ReferenceGenerate(*model_, prompts, p, on_step);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    EXPECT_EQ(result->output, c["output"].get<std::vector<std::vector<std::int64_t>>>());
+    EXPECT_EQ(per_step, c["unmasked_per_step"].get<std::vector<std::vector<std::vector<std::int64_t>>>>());
+    EXPECT_EQ(result->steps_run, p.steps);
+    EXPECT_STREQ(result->sampler, "reference");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, GoldenSamplerTest, ::testing::Range(0, 10));

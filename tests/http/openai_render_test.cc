@@ -63,6 +63,10 @@ TEST(OpenAiRenderTest, ClampsAreReportedInTheExtensionAndTheHeader) {
   EXPECT_EQ(ext["params"]["max_tokens"], 64);
   EXPECT_EQ(ext["params"]["sampler"], "dual_cache");
   EXPECT_EQ(ext["params"]["remasking"], "low_confidence");
+  EXPECT_FALSE(ext["params"].contains("early_stop")) << "unset stays absent";
+  v1::SubmitResponse off = Submitted();
+  off.mutable_accepted()->mutable_params()->set_early_stop(false);
+  EXPECT_EQ(AcceptedExtension(off)["params"]["early_stop"], false);
   EXPECT_EQ(ClampedHeader(Submitted().accepted()), "max_tokens=4096->64, steps=4096->32");
   EXPECT_EQ(ClampedHeader(v1::Accepted()), "none");
   v1::Accepted odd;

@@ -58,14 +58,32 @@ TEST(OpenAiRequestTest, ChatFieldsBecomeTheCoreRequest) {
 
 TEST(OpenAiRequestTest, UnsetAndNullFieldsLeaveTheCoreDefaults) {
   json body = Chat();
-  body.update({{"max_tokens", nullptr}, {"stop", nullptr}, {"temperature", nullptr}, {"seed", nullptr}});
+  body.update({{"max_tokens", nullptr}, {"stop", nullptr}, {"temperature", nullptr}, {"seed", nullptr},
+               {"early_stop", nullptr}});
   auto r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->generate.params().has_early_stop());
   EXPECT_FALSE(r->generate.params().has_gen_length());
   EXPECT_FALSE(r->generate.params().has_steps());
   EXPECT_FALSE(r->generate.params().has_block_length());
   EXPECT_TRUE(r->stop.empty());
   EXPECT_FALSE(r->stream);
+}
+
+TEST(OpenAiRequestTest, EarlyStopIsABooleanThatReachesTheCoreRequest) {
+  for (bool value : {false, true}) {
+    for (Endpoint endpoint : {Endpoint::kChatCompletions, Endpoint::kCompletions}) {
+      json body = endpoint == Endpoint::kChatCompletions ? Chat() : Completion();
+      body.update({{"early_stop", value}, {"sampler", "dual_cache"}});
+      auto r = ParseOpenAiRequest(endpoint, body);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_TRUE(r->generate.params().has_early_stop());
+      EXPECT_EQ(r->generate.params().early_stop(), value);
+    }
+  }
+  auto absent = ParseOpenAiRequest(Endpoint::kCompletions, Completion());
+  ASSERT_TRUE(absent.ok());
+  EXPECT_FALSE(absent->generate.params().has_early_stop()) << "absent must stay unset (the default), not false";
 }
 
 TEST(OpenAiRequestTest, MaxCompletionTokensIsTheChatAliasOfMaxTokens) {
@@ -170,7 +188,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"user": 5})", "user"}, BadCase{kText, R"({"stream": "yes"})", "stream"},
         BadCase{kText, R"({"stream_options": 1})", "stream_options"},
         BadCase{kText, R"({"stream_options": {"include_usage": "yes"}})", "stream_options.include_usage"},
-        BadCase{kText, R"({"early_stop": true})", "early_stop"}, BadCase{kChat, R"({"early_stop": false})", "early_stop"},
+        BadCase{kText, R"({"early_stop": "false"})", "early_stop"}, BadCase{kChat, R"({"early_stop": 0})", "early_stop"},
+        BadCase{kText, R"({"early_stop": 1})", "early_stop"}, BadCase{kChat, R"({"early_stop": [true]})", "early_stop"},
+        BadCase{kChat, R"({"early_stop": {}})", "early_stop"},
         BadCase{kText, R"({"logprobs": 2})", "logprobs"}, BadCase{kChat, R"({"logprobs": true})", "logprobs"},
         BadCase{kText, R"({"echo": true})", "echo"}, BadCase{kText, R"({"best_of": 3})", "best_of"},
         BadCase{kText, R"({"top_p": 0.9})", "top_p"}, BadCase{kText, R"({"presence_penalty": 0.5})", "presence_penalty"},

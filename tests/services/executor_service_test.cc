@@ -275,6 +275,21 @@ TEST_F(ExecutorServiceTest, JobsWithDifferentAttentionChunksDoNotBatch) {
             std::vector<std::int64_t>(whole.completed.ids().begin(), whole.completed.ids().end()));
 }
 
+TEST_F(ExecutorServiceTest, EarlyStopIsOnUnlessTheRequestTurnsItOffAndSplitsBatches) {
+  v1::RunRequest req = Request({1, 2}, 16, 8, 16);
+  req.mutable_params()->set_sampler("dual_cache");
+  JobRequest unset = *JobRequestFromProto(req, core_->model()->config());
+  EXPECT_TRUE(unset.fast.early_stop) << "an unset early_stop keeps today's default";
+  req.mutable_params()->set_early_stop(false);
+  JobRequest off = *JobRequestFromProto(req, core_->model()->config());
+  EXPECT_FALSE(off.fast.early_stop);
+  req.mutable_params()->set_early_stop(true);
+  JobRequest on = *JobRequestFromProto(req, core_->model()->config());
+  EXPECT_TRUE(on.fast.early_stop);
+  EXPECT_NE(BatchKey(on), BatchKey(off)) << "rows with and without early stop must not share a forward";
+  EXPECT_EQ(BatchKey(on), BatchKey(unset));
+}
+
 TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
   v1::RunRequest req = Request({1, 2}, 16, 8, 16);
   req.set_model_id("other-model");

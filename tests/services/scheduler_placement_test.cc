@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 
 #include "common/jobs/memory_job_store.h"
@@ -43,7 +45,12 @@ ExecutorSnapshot Executor(const std::string& address, const std::string& device,
 
 class PlacementTest : public ::testing::Test {
  protected:
-  StatusOr<v1::SubmitResponse> Submit(std::vector<ExecutorSnapshot> executors) {
+  StatusOr<v1::SubmitResponse> Submit(std::vector<ExecutorSnapshot> executors,
+                                      const std::function<void(v1::GenerationParams&)>& edit = {}) {
+    return SubmitTo(core_, std::move(executors), edit);
+  }
+  StatusOr<v1::SubmitResponse> SubmitTo(SchedulerCore& core, std::vector<ExecutorSnapshot> executors,
+                                        const std::function<void(v1::GenerationParams&)>& edit = {}) {
     executors_ = std::move(executors);
     v1::GenerateRequest r;
     r.set_model("tiny");
@@ -51,7 +58,8 @@ class PlacementTest : public ::testing::Test {
     r.mutable_params()->set_gen_length(256);
     r.mutable_params()->set_block_length(32);
     r.mutable_params()->set_steps(256);
-    return core_.Accept(r, "");
+    if (edit) edit(*r.mutable_params());
+    return core.Accept(r, "");
   }
   v1::StoredJob Stored(const std::string& job_id) {
     auto record = store_.Get(job_id);
@@ -130,6 +138,76 @@ TEST(DeviceClassTest, TheDispatcherHonoursThePlacement) {
   EXPECT_TRUE(IsCpuDevice(""));
   EXPECT_FALSE(IsCpuDevice("cuda:0"));
   EXPECT_FALSE(IsCpuDevice("cuda"));
+}
+
+// early_stop as the job's acceptance, its stored run request (what the executor gets) and
+// GetJob all show it.
+void ExpectEarlyStopEverywhere(SchedulerCore& core, const v1::StoredJob& stored, const std::string& job_id,
+                               const v1::Accepted& accepted, std::optional<bool> expected) {
+  const auto info = core.GetJob(job_id);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  for (const v1::GenerationParams* p : {&accepted.params(), &stored.run().params(), &stored.accepted().params(), &info->params()}) {
+    ASSERT_EQ(p->has_early_stop(), expected.has_value()) << p->DebugString();
+    if (expected) EXPECT_EQ(p->early_stop(), *expected) << p->DebugString();
+  }
+}
+
+TEST_F(PlacementTest, EarlyStopUnsetIsOnForFastModesAndAbsentForReference) {
+  const std::vector<ExecutorSnapshot> large = {Executor("gpu", "cuda:0", kLarge)};
+  auto fast = Submit(large, [](v1::GenerationParams& p) { p.set_sampler("dual_cache"); });
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  ExpectEarlyStopEverywhere(core_, Stored(fast->job_id()), fast->job_id(), fast->accepted(), true);
+
+  auto reference = Submit(large);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ExpectEarlyStopEverywhere(core_, Stored(reference->job_id()), reference->job_id(), reference->accepted(), std::nullopt);
+
+  for (bool asked : {false, true}) {
+    for (const char* sampler : {"threshold", "reference"}) {
+      auto r = Submit(large, [&](v1::GenerationParams& p) {
+        p.set_sampler(sampler);
+        p.set_early_stop(asked);
+      });
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ExpectEarlyStopEverywhere(core_, Stored(r->job_id()), r->job_id(), r->accepted(), asked);
+    }
+  }
+}
+
+TEST_F(PlacementTest, TheClampNeverChangesEarlyStop) {
+  // Budgets between "fits whole" and "nothing fits" make the clamp change the request.
+  int clamped = 0;
+  for (std::uint64_t kib = 1 << 20; kib >= 1; kib /= 2) {
+    for (bool asked : {false, true}) {
+      auto r = Submit({Executor("gpu", "cuda:0", kib << 10)}, [&](v1::GenerationParams& p) {
+        p.set_sampler("dual_cache");
+        p.set_early_stop(asked);
+      });
+      if (!r.ok() || r->accepted().adjustments().empty()) continue;
+      ++clamped;
+      ExpectEarlyStopEverywhere(core_, Stored(r->job_id()), r->job_id(), r->accepted(), asked);
+    }
+  }
+  EXPECT_GT(clamped, 0) << "no budget made the clamp change the request";
+}
+
+TEST_F(PlacementTest, AReferenceRequestClampedToAFastModeKeepsEarlyStopAsAskedOrOnByDefault) {
+  // The extreme clamp may swap reference for a fast mode: an early_stop the request gave then
+  // applies; an unset one becomes the fast modes' default (on), as before the field existed.
+  SchedulerCore extreme{store_, [this] { return executors_; }, catalog_, MakeClamper(memory::ClampPolicy::kExtreme, 2),
+                        SchedulerOptions{}};
+  int swapped = 0;
+  for (std::uint64_t kib = 1 << 20; kib >= 1; kib /= 2) {
+    for (std::optional<bool> asked : {std::optional<bool>(), std::optional<bool>(false)}) {
+      auto r = SubmitTo(extreme, {Executor("gpu", "cuda:0", kib << 10)}, [&](v1::GenerationParams& p) {
+        if (asked) p.set_early_stop(*asked);
+      });
+      if (!r.ok() || r->accepted().params().sampler() == "reference") continue;
+      ++swapped;
+      ExpectEarlyStopEverywhere(extreme, Stored(r->job_id()), r->job_id(), r->accepted(), asked.value_or(true));
+    }
+  }
+  EXPECT_GT(swapped, 0) << "no budget made the clamp swap the sampler";
 }
 
 }  // namespace

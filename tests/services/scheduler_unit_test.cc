@@ -77,6 +77,19 @@ TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
   }
 }
 
+TEST(RequestValidationTest, EarlyStopIsAcceptedEitherWayWithEverySampler) {
+  // A bool has no bad value on the wire; what matters is that no sampler refuses it (the clamp
+  // may swap reference for a fast mode, where an early_stop of false then applies).
+  for (const char* sampler : {"", "reference", "block_logits", "dual_cache", "prefix_cache+threshold", "factor"}) {
+    for (bool early_stop : {false, true}) {
+      v1::GenerateRequest r = Valid();
+      r.mutable_params()->set_sampler(sampler);
+      r.mutable_params()->set_early_stop(early_stop);
+      EXPECT_TRUE(ValidateGenerateRequest(r).ok()) << sampler << " " << early_stop;
+    }
+  }
+}
+
 ExecutorSnapshot Exec(const std::string& address, int running, int max, bool healthy = true, const std::string& model = "m") {
   ExecutorSnapshot e;
   e.address = address;

@@ -10,7 +10,7 @@
 namespace unmask::cli {
 
 void AddGenerateCommands(CLI::App& app, const ClientOptions& client);  // generate, submit
-void AddJobCommands(CLI::App& app, const ClientOptions& client);       // watch, jobs, cancel, models
+void AddJobCommands(CLI::App& app, const ClientOptions& client);       // watch, job, jobs, cancel, models
 void AddLoadCommand(CLI::App& app, const ClientOptions& client);       // load (talks to a loader)
 void AddUnloadCommand(CLI::App& app, const ClientOptions& client);     // unload (talks to a loader)
 void AddHealthCommand(CLI::App& app, const ClientOptions& client);     // health (any service)

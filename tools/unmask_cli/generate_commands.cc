@@ -17,11 +17,12 @@ namespace {
 
 struct GenerateFlags {
   std::string model, prompt, chat, system, prompt_ids, sampler, remasking = "low_confidence", idempotency_key;
+  std::string early_stop;  // "", "on" or "off"; empty = the server's default (on for the fast samplers)
   std::int64_t gen_length = 0, block_length = 0, steps = 0;
   double temperature = 0, cfg_scale = 0, threshold = 0, deadline = 0;
   std::uint64_t seed = 0;
   int priority = 0;
-  bool json = false, no_live = false, stop_at_eos = false;
+  bool json = false, no_live = false, stop_at_eos = false, no_early_stop = false;
 };
 
 void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
@@ -43,6 +44,9 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--deadline", f.deadline, "Seconds until a queued job expires (0 = none)");
   cmd->add_option("--idempotency-key", f.idempotency_key, "Makes a retried submit return the same job");
   cmd->add_flag("--stop-at-eos", f.stop_at_eos, "Cut the output at the first EOS / EoT");
+  cmd->add_option("--early-stop", f.early_stop,
+                  "on or off: fast samplers stop once a block ends in EOS (default: on; reference never does)");
+  cmd->add_flag("--no-early-stop", f.no_early_stop, "Same as --early-stop off");
   cmd->add_flag("--json", f.json, "Print the events as JSON lines (for scripts)");
   cmd->add_flag("--no-live", f.no_live, "Do not redraw the text after every step");
 }
@@ -92,6 +96,15 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   p->set_threshold(f.threshold);
   p->set_seed(f.seed);
   p->set_stop_at_eos(f.stop_at_eos);
+  if (f.no_early_stop && !f.early_stop.empty() && f.early_stop != "off")
+    return InvalidArgumentError("--no-early-stop contradicts --early-stop " + f.early_stop);
+  if (f.no_early_stop || f.early_stop == "off") {
+    p->set_early_stop(false);
+  } else if (f.early_stop == "on") {
+    p->set_early_stop(true);
+  } else if (!f.early_stop.empty()) {
+    return InvalidArgumentError("--early-stop '" + f.early_stop + "' is not one of on, off");
+  }
   r.set_priority(f.priority);
   r.set_deadline_seconds(f.deadline);
   r.set_idempotency_key(f.idempotency_key);

@@ -2,6 +2,7 @@
 
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "tools/unmask_cli/commands.h"
 #include "unmask/v1/scheduler.grpc.pb.h"
@@ -16,6 +17,27 @@ std::string Json(const google::protobuf::Message& m) {
   o.preserve_proto_field_names = true;
   (void)google::protobuf::util::MessageToJsonString(m, &out, o);
   return out;
+}
+
+// `unmask job` without --json: one "name: value" line each. A fast sampler's unset early_stop
+// (a job stored before the field existed) is on, its default.
+std::string JobSummary(const v1::JobInfo& j) {
+  std::ostringstream out;
+  out << "job:         " << j.job_id() << "\n"
+      << "state:       " << j.state() << "\n"
+      << "model:       " << j.model() << "\n";
+  if (!j.executor().empty()) out << "executor:    " << j.executor() << " (attempts " << j.attempts() << ")\n";
+  if (j.has_params()) {
+    const auto& p = j.params();
+    const bool reference = p.sampler().empty() || p.sampler() == "reference";
+    out << "sampler:     " << (reference ? "reference" : p.sampler()) << "\n"
+        << "gen_length:  " << p.gen_length() << ", block_length " << p.block_length() << ", steps " << p.steps() << "\n"
+        << "early_stop:  " << (reference ? "n/a (reference mode never stops early)"
+                                       : p.has_early_stop() && !p.early_stop() ? "off" : "on") << "\n";
+  }
+  if (j.has_result()) out << "finish:      " << j.result().finish_reason() << "\n" << "text:        " << j.result().text() << "\n";
+  if (j.has_error()) out << "error:       " << j.error().message() << "\n";
+  return out.str();
 }
 
 }  // namespace
@@ -62,6 +84,26 @@ void AddJobCommands(CLI::App& app, const ClientOptions& client) {
       for (const auto& j : resp.jobs())
         std::cout << std::setw(38) << j.job_id() << std::setw(12) << j.state() << std::setw(20) << j.model()
                   << j.executor() << "\n";
+    }
+    throw CLI::RuntimeError(0);
+  });
+
+  CLI::App* job = app.add_subcommand("job", "Show one job: its state and the parameters it runs with");
+  job->add_option("job_id", f->job_id, "Job id")->required();
+  job->add_flag("--json", f->json, "JSON");
+  job->callback([f, &client] {
+    auto stub = v1::Scheduler::NewStub(client.Channel(client.scheduler));
+    RpcCall call = client.Call("unmask.v1.Scheduler/GetJob", client.scheduler);
+    call.span().SetAttribute("job.id", f->job_id);
+    v1::GetJobRequest req;
+    req.set_job_id(f->job_id);
+    v1::JobInfo info;
+    grpc::Status s = call.Finish(stub->GetJob(call.ctx(), req, &info));
+    if (!s.ok()) throw CLI::RuntimeError(ReportStatus("job", s));
+    if (f->json) {
+      std::cout << Json(info) << std::endl;
+    } else {
+      std::cout << JobSummary(info);
     }
     throw CLI::RuntimeError(0);
   });

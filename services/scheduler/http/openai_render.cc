@@ -35,6 +35,7 @@ json ParamsJson(const v1::GenerationParams& p) {
   if (p.threshold() > 0) out["threshold"] = p.threshold();
   if (p.factor() > 0) out["factor"] = p.factor();
   if (p.attention_query_chunk() > 0) out["attention_query_chunk"] = p.attention_query_chunk();
+  if (p.has_early_stop()) out["early_stop"] = p.early_stop();
   return out;
 }
 

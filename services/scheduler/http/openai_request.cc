@@ -74,9 +74,6 @@ Status RefuseUnsupported(const json& body) {
   if (const json* v = Field(body, "response_format")) {
     if (!v->is_object() || v->value("type", "") != "text") return Bad("response_format", "only {\"type\": \"text\"} is supported", *v);
   }
-  // unmask's extension the core cannot run yet: refused rather than silently ignored.
-  if (const json* v = Field(body, "early_stop"))
-    return Bad("early_stop", "is not supported yet (the fast modes stop early at EOS as they always do)", *v);
   return OkStatus();
 }
 
@@ -221,6 +218,10 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
     if (!v->is_string() || (*v != "low_confidence" && *v != "random"))
       return Bad("remasking", "must be \"low_confidence\" or \"random\"", *v);
     p.set_remasking(*v == "random" ? v1::REMASKING_RANDOM : v1::REMASKING_LOW_CONFIDENCE);
+  }
+  if (const json* v = Field(body, "early_stop")) {
+    if (!v->is_boolean()) return Bad("early_stop", "must be true or false (absent = on for the fast samplers)", *v);
+    p.set_early_stop(v->get<bool>());
   }
   if (const json* v = Field(body, "priority")) {
     UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "priority", kMinPriority, kMaxPriority));

@@ -11,9 +11,9 @@ const MODEL = 'unmask-kjv';
 const CHAT = {
   model: MODEL,
   messages: [{ role: 'user', content: 'What does John 3:16 say?' }],
-  max_tokens: 96,
-  block_length: 32,
-  steps: 96,
+  max_tokens: 64,
+  block_length: 8, // small blocks: the reply is written before the EOS padding closes it
+  steps: 64,
 };
 
 const words = (s) => s.split(/[^A-Za-z]+/).filter(Boolean);
@@ -42,12 +42,12 @@ test('chat completion: an answer that ends by itself, usage, the clamp report', 
   assert.equal(choice.message.role, 'assistant');
   assert.ok(words(choice.message.content).length >= 3, choice.message.content);
   assert.ok(!choice.message.content.includes('<|'), choice.message.content);
-  assert.equal(choice.finish_reason, 'stop'); // ended with EOT before 96 tokens
+  assert.equal(choice.finish_reason, 'stop'); // ended with EOT before 64 tokens
   assert.ok(data.usage.prompt_tokens > 5);
-  assert.ok(data.usage.completion_tokens >= 3 && data.usage.completion_tokens < 96, JSON.stringify(data.usage));
+  assert.ok(data.usage.completion_tokens >= 3 && data.usage.completion_tokens < 64, JSON.stringify(data.usage));
   assert.equal(data.usage.total_tokens, data.usage.prompt_tokens + data.usage.completion_tokens);
   assert.deepEqual(data.unmask.clamped, []);
-  assert.equal(data.unmask.params.steps, 96);
+  assert.equal(data.unmask.params.steps, 64);
   assert.equal(response.headers.get('x-unmask-clamped'), 'none');
   assert.equal(response.headers.get('x-unmask-job-id'), data.unmask.job_id);
   assert.equal(data.id, `chatcmpl-${data.unmask.job_id}`);
@@ -77,7 +77,7 @@ test('streamed chat completion: deltas add up to the same answer, every diffusio
   assert.equal(role, 'assistant');
   assert.equal(text, whole.choices[0].message.content); // greedy: the same text, streamed
   assert.equal(finish, 'stop');
-  assert.deepEqual(steps, [...Array(96).keys()]);
+  assert.deepEqual(steps, [...Array(64).keys()]);
   assert.deepEqual(usage, whole.usage);
 });
 
@@ -122,12 +122,35 @@ test('a client that disconnects from a stream cancels its job', async () => {
   }
 });
 
+test('early_stop: false runs every block after the answer ended; absent keeps the fast samplers\' early stop', async () => {
+  // The chat answer ends in EOS within the first block of 32; dual_cache runs 16 steps per block.
+  const request = { ...CHAT, max_tokens: 64, block_length: 32, steps: 32, sampler: 'dual_cache', stream: true };
+  const run = async (extra) => {
+    let params = null;
+    let steps = 0;
+    let text = '';
+    for await (const chunk of await client.chat.completions.create({ ...request, ...extra })) {
+      params = params ?? chunk.unmask?.params ?? null;
+      if (chunk.unmask?.step !== undefined) steps += 1;
+      text += chunk.choices[0]?.delta?.content ?? '';
+    }
+    return { params, steps, text };
+  };
+  const byDefault = await run({});
+  const off = await run({ early_stop: false });
+  assert.equal(byDefault.params.early_stop, true);
+  assert.equal(off.params.early_stop, false);
+  assert.equal(byDefault.steps, 16);
+  assert.equal(off.steps, 32);
+  assert.equal(off.text, byDefault.text); // the rest of the row is EOS either way
+});
+
 test('400: a bad field is a BadRequestError naming it', async () => {
   for (const [extra, param] of [
     [{ n: 2 }, 'n'],
     [{ max_tokens: 0 }, 'max_tokens'],
     [{ sampler: 'fastest' }, 'sampler'],
-    [{ early_stop: true }, 'early_stop'],
+    [{ early_stop: 'off' }, 'early_stop'],
     [{ temperature: -1 }, 'temperature'],
   ]) {
     const err = await rejection(client.chat.completions.create({ ...CHAT, ...extra }));
