@@ -171,6 +171,11 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(r.params.sampler, "dual_cache")
         self.assertEqual(r.priority, 3)
         self.assertFalse(r.params.HasField("steps"))
+        # Every GenerationParams field is a keyword, early_stop (an optional bool) included.
+        self.assertFalse(build_request("m", "x").params.HasField("early_stop"))
+        self.assertTrue(build_request("m", "x", early_stop=False).params.HasField("early_stop"))
+        with self.assertRaisesRegex(TypeError, "^early_stop: "):
+            build_request("m", "x", early_stop="no")
 
     def test_bad_api_key(self):
         for key in ("", "two words", 5):
