@@ -8,6 +8,7 @@
 
 #include "common/model/llada_model.h"
 #include "common/sampler/reference_sampler.h"
+#include "common/sampler/sampler_registry.h"
 #include "tests/engine/test_paths.h"
 
 namespace unmask {
