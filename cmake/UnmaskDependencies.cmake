@@ -57,6 +57,8 @@ if(UNMASK_BUILD_BENCH)
 endif()
 
 if(NOT UNMASK_ENGINE_ONLY)
+  # SHA-256 and random bytes for API keys (common/auth): Debian's libssl-dev.
+  find_package(OpenSSL REQUIRED COMPONENTS Crypto)
   find_package(Protobuf REQUIRED)
   find_package(gRPC CONFIG REQUIRED)
   find_package(absl CONFIG REQUIRED)

@@ -13,12 +13,17 @@ PACKAGES=(
   # services
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhiredis-dev redis-server prometheus-cpp-dev libabsl-dev
+  # API keys: SHA-256 and random bytes from libcrypto
+  libssl-dev
   # the scheduler's OpenAI-compatible HTTP API (and curl for the README's examples, run by a test)
   libcpp-httplib-dev curl
   # libraries used by common/
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
+  # the Python client (clients/python): its runtime; its stubs come from protoc and
+  # grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc above)
+  python3-grpcio python3-protobuf
   # the official generate() loop in eager PyTorch that bench/engine/bench_official.py times
   python3-torch
   # the corpus unmask trains its own model on (tools/make_corpus.sh)

@@ -5,9 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
+#include "common/auth/api_keys.h"
 #include "common/jobs/memory_job_store.h"
 #include "common/jobs/redis_job_store.h"
 #include "common/telemetry/options.h"
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("--executor-precision", executor_precision, "What executors compute in (fp32, bf16), for the memory model")
       ->capture_default_str();
   app.add_option("--model-root", model_roots, "Directory of model directories (for tokenizer.json and config.json)");
-  app.add_option("--api-keys-file", api_keys_file, "File with one API key per line; unset = no authentication");
+  app.add_option("--api-keys-file", api_keys_file, "API keys, one SHA-256 per line with an optional name and limits (`unmask keys hash`); unset = no authentication");
   app.add_option("--max-queue", options.max_queue, "Queued jobs at most (then RESOURCE_EXHAUSTED)")->capture_default_str();
   app.add_option("--default-gen-length", options.default_gen_length)->capture_default_str();
   app.add_option("--default-block-length", options.default_block_length)->capture_default_str();
@@ -89,16 +89,13 @@ int main(int argc, char** argv) {
   }
   dispatch.policy = *policy;
   if (!api_keys_file.empty()) {
-    std::ifstream in(api_keys_file);
-    if (!in) {
-      std::cerr << "unmask-scheduler: --api-keys-file " << api_keys_file << ": cannot open\n";
+    auto keys = auth::ApiKeys::Load(api_keys_file);
+    if (!keys.ok()) {
+      std::cerr << "unmask-scheduler: --api-keys-file " << keys.status().message() << "\n";
       return 2;
     }
-    std::string line;
-    while (std::getline(in, line)) {
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      if (!line.empty() && line[0] != '#') options.api_keys.push_back(line);
-    }
+    options.api_keys = *keys;
+    std::cout << "unmask-scheduler: API keys required (" << (*keys)->size() << " in " << api_keys_file << ")" << std::endl;
   }
 
   auto started = telemetry::Telemetry::Start(tel);

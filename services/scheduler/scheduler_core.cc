@@ -39,14 +39,11 @@ SchedulerCore::SchedulerCore(jobs::JobStore& store, Snapshots executors, ModelCa
     : store_(store), executors_(std::move(executors)), catalog_(catalog), clamp_(std::move(clamp)),
       options_(std::move(options)) {}
 
-Status SchedulerCore::CheckApiKey(const std::string& authorization) const {
-  if (options_.api_keys.empty()) return OkStatus();
-  const std::string prefix = "Bearer ";
-  if (authorization.rfind(prefix, 0) == 0) {
-    const std::string key = authorization.substr(prefix.size());
-    if (std::find(options_.api_keys.begin(), options_.api_keys.end(), key) != options_.api_keys.end()) return OkStatus();
-  }
-  return Status(StatusCode::kUnauthenticated, "a valid API key is required (metadata 'authorization: Bearer <key>')");
+StatusOr<const auth::ApiKey*> SchedulerCore::Authenticate(const std::string& authorization) {
+  if (!options_.api_keys) return static_cast<const auth::ApiKey*>(nullptr);
+  UNMASK_ASSIGN_OR_RETURN(const auth::ApiKey* key, options_.api_keys->Authenticate(authorization));
+  UNMASK_RETURN_IF_ERROR(options_.api_keys->AdmitRequest(*key));
+  return key;
 }
 
 StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::GenerateRequest& r,
@@ -121,7 +118,8 @@ StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std
   return Placement{std::move(*on_cpu), kDeviceClassCpu};
 }
 
-StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r, const std::string& traceparent) {
+StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r, const std::string& traceparent,
+                                                   const auth::ApiKey* caller) {
   UNMASK_RETURN_IF_ERROR(ValidateGenerateRequest(r));
   const auto executors = executors_();
   UNMASK_ASSIGN_OR_RETURN(auto config, catalog_.Config(r.model(), executors));
@@ -146,6 +144,16 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   ClampOutput& out = placed.clamped;
   UNMASK_RETURN_IF_ERROR(sampler::ValidateParams(out.params, config, in.prompt_length).WithContext("params"));
 
+  // The caller's own job limit before the shared queue's: a key at its limit learns that first.
+  auth::JobReservation slot;
+  if (caller != nullptr && options_.api_keys) {
+    UNMASK_ASSIGN_OR_RETURN(slot, options_.api_keys->ReserveJob(*caller, [this](const std::string& job_id) {
+      auto record = store_.Get(job_id);
+      // A job the store no longer knows is over; one it cannot tell about right now still counts.
+      if (!record.ok()) return record.status().code() == StatusCode::kNotFound;
+      return jobs::IsTerminal(record->state);
+    }));
+  }
   UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
   if (depth >= options_.max_queue)
     return ResourceExhaustedError(std::string(kQueueFull) + " (" + std::to_string(depth) + " jobs); try again later");
@@ -171,6 +179,7 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   record.idempotency_key = r.idempotency_key();
   record.traceparent = traceparent;
   UNMASK_ASSIGN_OR_RETURN(jobs::SubmitResult submitted, store_.Submit(record));
+  slot.Commit(submitted.job_id);
 
   v1::SubmitResponse resp;
   resp.set_job_id(submitted.job_id);

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/auth/api_keys.h"
 #include "common/jobs/job_store.h"
 #include "common/sampler/generation_params.h"
 #include "services/scheduler/dispatch_policy.h"
@@ -37,7 +39,7 @@ struct SchedulerOptions {
   std::int64_t default_gen_length = 128;
   std::int64_t default_block_length = 32;
   std::int64_t max_queue = 1000;
-  std::vector<std::string> api_keys;  // empty = no authentication
+  std::shared_ptr<auth::ApiKeys> api_keys;  // null = no authentication (every caller is anonymous)
 };
 
 class SchedulerCore {
@@ -46,11 +48,16 @@ class SchedulerCore {
   SchedulerCore(jobs::JobStore& store, Snapshots executors, ModelCatalog& catalog, Clamper clamp,
                 SchedulerOptions options);
 
-  // Unauthenticated unless API keys are off or `authorization` is "Bearer <a configured key>".
-  Status CheckApiKey(const std::string& authorization) const;
+  // Who calls: the key that `authorization` ("Bearer <key>", the HTTP header or the gRPC
+  // metadata) presents, with the call counted against its requests_per_second; null when API
+  // keys are off. UNAUTHENTICATED for a missing or wrong key, RESOURCE_EXHAUSTED over the rate.
+  StatusOr<const auth::ApiKey*> Authenticate(const std::string& authorization);
 
-  // Validates, encodes, clamps and stores the job, then returns its id and what will run.
-  StatusOr<v1::SubmitResponse> Accept(const v1::GenerateRequest& request, const std::string& traceparent);
+  // Validates, encodes, clamps and stores the job, then returns its id and what will run. A
+  // `caller` with max_queued_jobs that has that many jobs queued or running is refused with
+  // RESOURCE_EXHAUSTED (auth::IsKeyLimit) before anything is stored.
+  StatusOr<v1::SubmitResponse> Accept(const v1::GenerateRequest& request, const std::string& traceparent,
+                                      const auth::ApiKey* caller = nullptr);
 
   // Calls emit for every event of the job: its acceptance first, then the ones already past,
   // then new ones as they come, with queue-position updates while it waits, until the job ends,

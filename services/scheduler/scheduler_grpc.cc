@@ -17,21 +17,23 @@ template <typename Fn>
 grpc::Status SchedulerGrpcService::Serve(grpc::ServerContext* ctx, const char* method, Fn&& fn) {
   telemetry::ServerCall call(tracer_, metrics_, ctx, method, "unmask.v1.Scheduler");
   try {
-    Status auth = core_.CheckApiKey(Metadata(ctx, "authorization"));
-    if (!auth.ok()) return call.Finish(services::ToGrpcStatus(auth));
-    return call.Finish(services::ToGrpcStatus(fn(call)));
+    auto caller = core_.Authenticate(Metadata(ctx, "authorization"));
+    if (!caller.ok()) return call.Finish(services::ToGrpcStatus(caller.status()));
+    if (*caller != nullptr) call.span().SetAttribute("api_key.name", (*caller)->name);
+    return call.Finish(services::ToGrpcStatus(fn(call, *caller)));
   } catch (const std::exception& e) {
     return call.Finish(grpc::Status(grpc::StatusCode::INTERNAL, std::string("scheduler: ") + e.what()));
   }
 }
 
-StatusOr<v1::SubmitResponse> SchedulerGrpcService::Accept(telemetry::ServerCall& call, const v1::GenerateRequest& r) {
+StatusOr<v1::SubmitResponse> SchedulerGrpcService::Accept(telemetry::ServerCall& call, const v1::GenerateRequest& r,
+                                                          Caller caller) {
   telemetry::Span& span = call.span();
   span.SetAttribute("model", r.model());
   span.SetAttribute("priority", r.priority());
   // The job's trace context is this span's (not only the caller's header): the dispatcher and
   // the executor continue from here. With tracing off it is the caller's, passed on unchanged.
-  UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse resp, core_.Accept(r, telemetry::FormatTraceparent(call.context())));
+  UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse resp, core_.Accept(r, telemetry::FormatTraceparent(call.context()), caller));
   const v1::Accepted& a = resp.accepted();
   span.SetAttribute("job.id", resp.job_id());
   span.SetAttribute("duplicate", a.duplicate());
@@ -67,16 +69,16 @@ void NoteJobEvent(telemetry::Span& span, const v1::JobEvent& ev) {
 
 grpc::Status SchedulerGrpcService::Submit(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                           v1::SubmitResponse* resp) {
-  return Serve(ctx, "Submit", [&](telemetry::ServerCall& call) -> Status {
-    UNMASK_ASSIGN_OR_RETURN(*resp, Accept(call, *req));
+  return Serve(ctx, "Submit", [&](telemetry::ServerCall& call, Caller caller) -> Status {
+    UNMASK_ASSIGN_OR_RETURN(*resp, Accept(call, *req, caller));
     return OkStatus();
   });
 }
 
 grpc::Status SchedulerGrpcService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                             grpc::ServerWriter<v1::JobEvent>* writer) {
-  return Serve(ctx, "Generate", [&](telemetry::ServerCall& call) -> Status {
-    UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted, Accept(call, *req));
+  return Serve(ctx, "Generate", [&](telemetry::ServerCall& call, Caller caller) -> Status {
+    UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted, Accept(call, *req, caller));
     return core_.Watch(
         accepted.job_id(),
         [&](const v1::JobEvent& ev) {
@@ -89,7 +91,7 @@ grpc::Status SchedulerGrpcService::Generate(grpc::ServerContext* ctx, const v1::
 
 grpc::Status SchedulerGrpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                          grpc::ServerWriter<v1::JobEvent>* writer) {
-  return Serve(ctx, "Watch", [&](telemetry::ServerCall& call) -> Status {
+  return Serve(ctx, "Watch", [&](telemetry::ServerCall& call, Caller) -> Status {
     call.span().SetAttribute("job.id", req->job_id());
     if (req->job_id().empty()) return InvalidArgumentError("job_id: must not be empty");
     return core_.Watch(
@@ -103,7 +105,7 @@ grpc::Status SchedulerGrpcService::Watch(grpc::ServerContext* ctx, const v1::Wat
 }
 
 grpc::Status SchedulerGrpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* resp) {
-  return Serve(ctx, "GetJob", [&](telemetry::ServerCall& call) -> Status {
+  return Serve(ctx, "GetJob", [&](telemetry::ServerCall& call, Caller) -> Status {
     call.span().SetAttribute("job.id", req->job_id());
     UNMASK_ASSIGN_OR_RETURN(*resp, core_.GetJob(req->job_id()));
     return OkStatus();
@@ -112,7 +114,7 @@ grpc::Status SchedulerGrpcService::GetJob(grpc::ServerContext* ctx, const v1::Ge
 
 grpc::Status SchedulerGrpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                             v1::ListJobsResponse* resp) {
-  return Serve(ctx, "ListJobs", [&](telemetry::ServerCall& call) -> Status {
+  return Serve(ctx, "ListJobs", [&](telemetry::ServerCall& call, Caller) -> Status {
     call.span().SetAttribute("state", req->state());
     UNMASK_ASSIGN_OR_RETURN(*resp, core_.ListJobs(*req));
     return OkStatus();
@@ -121,7 +123,7 @@ grpc::Status SchedulerGrpcService::ListJobs(grpc::ServerContext* ctx, const v1::
 
 grpc::Status SchedulerGrpcService::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
                                              v1::CancelJobResponse* resp) {
-  return Serve(ctx, "CancelJob", [&](telemetry::ServerCall& call) -> Status {
+  return Serve(ctx, "CancelJob", [&](telemetry::ServerCall& call, Caller) -> Status {
     call.span().SetAttribute("job.id", req->job_id());
     UNMASK_ASSIGN_OR_RETURN(std::string state, core_.CancelJob(req->job_id()));
     resp->set_state(state);
@@ -132,7 +134,7 @@ grpc::Status SchedulerGrpcService::CancelJob(grpc::ServerContext* ctx, const v1:
 
 grpc::Status SchedulerGrpcService::ListModels(grpc::ServerContext* ctx, const v1::ListServedModelsRequest*,
                                               v1::ListServedModelsResponse* resp) {
-  return Serve(ctx, "ListModels", [&](telemetry::ServerCall&) -> Status {
+  return Serve(ctx, "ListModels", [&](telemetry::ServerCall&, Caller) -> Status {
     *resp = core_.ListModels();
     return OkStatus();
   });

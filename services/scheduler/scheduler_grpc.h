@@ -30,14 +30,16 @@ class SchedulerGrpcService final : public v1::Scheduler::Service {
                           v1::ListServedModelsResponse* resp) override;
 
  private:
-  // The one wrapper of every handler: ServerCall, authentication, then `fn(call)`; anything
+  using Caller = const auth::ApiKey*;  // null when API keys are off
+  // The one wrapper of every handler: ServerCall, authentication (the key's name on the span),
+  // then `fn(call, caller)`; anything
   // thrown becomes INTERNAL here and nowhere else.
   template <typename Fn>
   grpc::Status Serve(grpc::ServerContext* ctx, const char* method, Fn&& fn);
   // Accepts the request with the call's context as the job's trace context, puts what will run
   // on the span (model, job id, sampler, gen_length / block_length / steps, adjustments) and
   // counts the clamps.
-  StatusOr<v1::SubmitResponse> Accept(telemetry::ServerCall& call, const v1::GenerateRequest& request);
+  StatusOr<v1::SubmitResponse> Accept(telemetry::ServerCall& call, const v1::GenerateRequest& request, Caller caller);
 
   SchedulerCore& core_;
   const telemetry::Tracer& tracer_;

@@ -11,6 +11,7 @@ renderer prints JSON (--json), so no YAML parser is needed here.
 import argparse
 import base64
 import copy
+import hashlib
 import json
 import os
 import re
@@ -42,9 +43,15 @@ def default():
     jaeger = check_jaeger(docs)
     check(otlp_endpoints(docs) == {"%s:4317" % jaeger["metadata"]["name"]}, "services must export to Jaeger: %s" % otlp_endpoints(docs))
     secret = one(docs, "Secret", "scheduler")
-    key = base64.b64decode(secret["data"]["api-keys"]).decode()
-    check(len(key.strip()) >= 32 and "\n" not in key.strip(), "a random API key is generated")
+    key = base64.b64decode(secret["data"]["api-key"]).decode().strip()
+    check(len(key) >= 32 and "\n" not in key, "a random API key is generated")
+    key_file = base64.b64decode(secret["data"]["api-keys"]).decode()
+    check(key_file == "sha256:%s generated-at-install\n" % hashlib.sha256(key.encode()).hexdigest(),
+          "the key file holds the generated key's SHA-256, not the key: %r" % key_file)
     check_api_keys_mounted(docs, secret["metadata"]["name"], "api-keys")
+    test_pod = objs(docs, "Pod")[0]
+    check(pod_spec(test_pod)["volumes"][0]["secret"]["items"] == [{"key": "api-key", "path": "api-key"}],
+          "the test pod reads the key in the clear")
     pvc = one(docs, "PersistentVolumeClaim", "models")
     vol = [v for v in pod_spec(one(docs, "StatefulSet", "worker"))["volumes"] if v["name"] == "models"][0]
     check(vol["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"], "worker mounts the models claim")
@@ -194,9 +201,13 @@ def models_sources():
 
 @case
 def api_keys():
-    docs, _ = render("--set", "scheduler.apiKeys.keys={key-aaaaaaaa,key-bbbbbbbb}")
+    a, b = "sha256:%s alice max_queued_jobs=4" % ("a" * 64), "sha256:%s" % ("b" * 64)
+    docs, _ = render("--set", "scheduler.apiKeys.entries={%s,%s}" % (a, b))
     secret = one(docs, "Secret", "scheduler")
-    check(base64.b64decode(secret["data"]["api-keys"]).decode() == "key-aaaaaaaa\nkey-bbbbbbbb\n", "keys one per line")
+    check(base64.b64decode(secret["data"]["api-keys"]).decode() == a + "\n" + b + "\n", "key file lines one per line")
+    check("api-key" not in secret["data"], "no key in the clear when the entries are given")
+    # A key in the clear where a hash belongs is refused by the schema.
+    render_fails(["--set", "scheduler.apiKeys.entries={my-plain-key}"], "entries")
     docs, _ = render("--set", "scheduler.apiKeys.existingSecret=my-keys", "--set", "scheduler.apiKeys.secretKey=keys.txt")
     none_of(docs, "Secret")
     check_api_keys_mounted(docs, "my-keys", "keys.txt")

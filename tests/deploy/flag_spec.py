@@ -70,13 +70,18 @@ def run_help(path, *sub):
 
 
 def load_specs(paths):
-    """paths: binary name -> built file. Returns name -> (top Spec, {subcommand: Spec})."""
+    """paths: binary name -> built file. Returns name -> (top Spec, {subcommand: Spec}); a nested
+    subcommand (`unmask keys hash`) is the key "keys hash"."""
     specs = {}
     for name, path in paths.items():
         if not os.access(path, os.X_OK):
             raise RuntimeError("%s is not built at %s (build the %s target)" % (name, path, name))
         top = Spec(run_help(path))
-        specs[name] = (top, {s: Spec(run_help(path, s)) for s in top.subcommands})
+        subs = {s: Spec(run_help(path, s)) for s in top.subcommands}
+        for s, spec in list(subs.items()):
+            for nested in spec.subcommands:
+                subs["%s %s" % (s, nested)] = Spec(run_help(path, s, nested))
+        specs[name] = (top, subs)
     return specs
 
 
@@ -128,6 +133,14 @@ def check_argv(argv, specs):
                 problems.append("%s has no subcommand %r (it has %s)" % (binary, a, ", ".join(top.subcommands)))
                 break
             app, app_name = subs[a], "%s %s" % (binary, a)
+            continue
+        if app is not top and app.subcommands:
+            # A subcommand of a subcommand (`unmask keys hash`).
+            nested = "%s %s" % (app_name.split(" ", 1)[1], a)
+            if nested not in subs:
+                problems.append("%s has no subcommand %r (it has %s)" % (app_name, a, ", ".join(app.subcommands)))
+                break
+            app, app_name = subs[nested], "%s %s" % (binary, nested)
             continue
     for opt, given in seen.items():
         if len(given) > 1 and opt.takes_value and not opt.repeatable:
@@ -236,10 +249,13 @@ def text_invocations(text, subcommands):
                 continue  # `helm install unmask ...`: a release named unmask
             words = []
             for w in words_all(rest):
-                if w in (";", "&&", "||", "|", "#") or w.startswith("`"):
+                if w in (";", "&&", "||", "|", "#"):
                     break
-                words.append(w.rstrip("`"))
-                if w.endswith("`"):
+                # A closing backtick ends the code span, whatever follows it ("new`).").
+                code = w.split("`")[0]
+                if code:
+                    words.append(code)
+                if "`" in w:
                     break
             if not words:
                 continue

@@ -205,7 +205,8 @@ TEST(ServicesEndToEndTest, AJobOfAKilledExecutorIsFinishedElsewhere) {
 TEST(ServicesEndToEndTest, ApiKeysAreRequiredWhenConfigured) {
   Stack stack;
   const std::string keys = stack.model_root() + "/api-keys";
-  std::ofstream(keys) << "# comment\nsecret-key-1\n";
+  // The key is "secret-key-1"; the file holds its SHA-256 (what `unmask keys hash` prints).
+  std::ofstream(keys) << "# comment\nsha256:a6c1eaef9d5f23f4e13d9b574cbbe07ae877227d92be87d077005dc6776bcdcc e2e\n";
   const int s = stack.StartScheduler({"--api-keys-file", keys});
   CliResult r = stack.Cli(s, "jobs");
   EXPECT_EQ(r.exit_code, 2) << r.out;
@@ -217,6 +218,35 @@ TEST(ServicesEndToEndTest, ApiKeysAreRequiredWhenConfigured) {
   std::ofstream(keys + ".client") << "secret-key-1\n";
   r = stack.Cli(s, "--api-key-file " + keys + ".client jobs");
   EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(ServicesEndToEndTest, KeysHashWritesTheLineTheSchedulerReads) {
+  Stack stack;
+  const std::string plain = stack.model_root() + "/key.txt", keys = stack.model_root() + "/api-keys";
+  std::ofstream(plain) << "my-key-1\n";
+  CliResult hashed = RunCli("keys hash --name e2e --max-queued-jobs 3 < " + plain);
+  ASSERT_EQ(hashed.exit_code, 0) << hashed.out;
+  EXPECT_EQ(hashed.out, "sha256:022ec03cb14985ab000a416b9595b012e3c9881a2f4b90bad876a45079d209f8 e2e max_queued_jobs=3\n");
+  std::ofstream(keys) << hashed.out;
+  const int s = stack.StartScheduler({"--api-keys-file", keys});
+  EXPECT_EQ(stack.Cli(s, "--api-key my-key-1 jobs").exit_code, 0);
+  EXPECT_EQ(stack.Cli(s, "--api-key my-key-2 jobs").exit_code, 2);
+  // Bad input: a bad name, a bad limit, an empty key; `keys new` makes a key and its line.
+  EXPECT_EQ(RunCli("keys hash --name 'a b' < " + plain).exit_code, 2);
+  EXPECT_EQ(RunCli("keys hash --requests-per-second -1 < " + plain).exit_code, 2);
+  EXPECT_EQ(RunCli("keys hash < /dev/null").exit_code, 2);
+  CliResult fresh = RunCli("keys new --name fresh");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.out;
+  EXPECT_THAT(fresh.out, ::testing::MatchesRegex("unmask-[0-9a-f]{64}\nsha256:[0-9a-f]{64} fresh\n"));
+}
+
+TEST(ServicesEndToEndTest, ASchedulerRefusesABadKeyFileNamingTheLine) {
+  Stack stack;
+  const std::string keys = stack.model_root() + "/api-keys";
+  std::ofstream(keys) << "# keys\nplain-key-in-the-clear\n";
+  Process scheduler({SCHEDULER_BIN, "--listen", "127.0.0.1:0", "--api-keys-file", keys, "--metrics-listen", ""});
+  EXPECT_EQ(scheduler.Wait(), 2);
+  EXPECT_THAT(scheduler.output(), HasSubstr(keys + ": line 2: "));
 }
 
 TEST(ServicesEndToEndTest, AQueuedJobExpiresAtItsDeadline) {

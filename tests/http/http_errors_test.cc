@@ -4,10 +4,30 @@
 
 #include <gtest/gtest.h>
 
+#include "common/auth/api_keys.h"
+#include "common/auth/sha256.h"
 #include "services/scheduler/scheduler_core.h"
 
 namespace unmask::scheduler::http {
 namespace {
+
+TEST(HttpErrorsTest, AKeyOverItsOwnLimitGets429NamingTheLimit) {
+  auth::ApiKeys keys({{auth::Sha256Hex("k"), "alice", auth::KeyLimits{1, 1}, 1}});
+  const auth::ApiKey* alice = *keys.Authenticate("Bearer k");
+  ASSERT_TRUE(keys.AdmitRequest(*alice).ok());
+  const Status over_rate = keys.AdmitRequest(*alice);
+  auto held = keys.ReserveJob(*alice, [](const std::string&) { return false; });
+  ASSERT_TRUE(held.ok());
+  const Status over_jobs = keys.ReserveJob(*alice, [](const std::string&) { return false; }).status();
+  for (const Status& s : {over_rate, over_jobs}) {
+    const HttpError e = ToHttpError(s);
+    EXPECT_EQ(e.status, 429) << s.ToString();
+    EXPECT_EQ(e.body["error"]["type"], "rate_limit_error");
+    EXPECT_EQ(e.body["error"]["code"], "api_key_limit");
+  }
+  EXPECT_NE(ToHttpError(over_rate).body["error"]["message"].get<std::string>().find("requests_per_second=1"), std::string::npos);
+  EXPECT_NE(ToHttpError(over_jobs).body["error"]["message"].get<std::string>().find("max_queued_jobs=1"), std::string::npos);
+}
 
 TEST(HttpErrorsTest, EachCodeGetsItsHttpStatus) {
   struct Case {

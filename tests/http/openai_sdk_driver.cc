@@ -4,6 +4,8 @@
 //
 //   UNMASK_HTTP_URL             the main scheduler's HTTP API (body limit 64 KiB)
 //   UNMASK_HTTP_URL_FULL_QUEUE  a scheduler with --max-queue 0 (every request: queue full)
+//   UNMASK_HTTP_URL_KEYS        a scheduler with --api-keys-file holding UNMASK_HTTP_KEY (no
+//                               limit) and UNMASK_HTTP_SLOW_KEY (requests_per_second=1)
 //   UNMASK_SCHEDULER            the main scheduler's gRPC address, UNMASK_CLI the unmask CLI
 //   UNMASK_README               the README whose curl examples are run
 // The scheduler's model root also holds "unserved-kjv" (config and tokenizer only), a model
@@ -12,10 +14,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "common/auth/api_key_file.h"
 #include "tests/e2e/stack.h"
 
 namespace {
@@ -48,14 +52,23 @@ int main(int argc, char** argv) {
     stack.StartExecutor();
     const int main_scheduler = stack.StartScheduler({"--http-port", "0", "--http-max-body-bytes", "65536"});
     const int full_scheduler = stack.StartScheduler({"--http-port", "0", "--max-queue", "0"});
+    const std::string key = unmask::auth::NewApiKey(), slow_key = unmask::auth::NewApiKey();
+    const std::string keys_file = stack.model_root() + "/api-keys";
+    std::ofstream(keys_file) << *unmask::auth::FormatApiKeyLine(key, "sdk", {}) << "\n"
+                             << *unmask::auth::FormatApiKeyLine(slow_key, "slow", unmask::auth::KeyLimits{0, 1}) << "\n";
+    const int keys_scheduler = stack.StartScheduler({"--http-port", "0", "--api-keys-file", keys_file});
     const int port = HttpPort(stack.scheduler(main_scheduler));
     const int full_port = HttpPort(stack.scheduler(full_scheduler));
-    if (port <= 0 || full_port <= 0) {
+    const int keys_port = HttpPort(stack.scheduler(keys_scheduler));
+    if (port <= 0 || full_port <= 0 || keys_port <= 0) {
       std::cerr << "a scheduler did not report its HTTP port:\n" << stack.scheduler(main_scheduler).output() << "\n";
       return 1;
     }
     ::setenv("UNMASK_HTTP_URL", ("http://127.0.0.1:" + std::to_string(port)).c_str(), 1);
     ::setenv("UNMASK_HTTP_URL_FULL_QUEUE", ("http://127.0.0.1:" + std::to_string(full_port)).c_str(), 1);
+    ::setenv("UNMASK_HTTP_URL_KEYS", ("http://127.0.0.1:" + std::to_string(keys_port)).c_str(), 1);
+    ::setenv("UNMASK_HTTP_KEY", key.c_str(), 1);
+    ::setenv("UNMASK_HTTP_SLOW_KEY", slow_key.c_str(), 1);
     ::setenv("UNMASK_SCHEDULER", stack.scheduler_address(main_scheduler).c_str(), 1);
     ::setenv("UNMASK_CLI", CLI_BIN, 1);
     ::setenv("UNMASK_README", UNMASK_README, 1);

@@ -14,6 +14,7 @@ void AddJobCommands(CLI::App& app, const ClientOptions& client);       // watch,
 void AddLoadCommand(CLI::App& app, const ClientOptions& client);       // load (talks to a loader)
 void AddUnloadCommand(CLI::App& app, const ClientOptions& client);     // unload (talks to a loader)
 void AddHealthCommand(CLI::App& app, const ClientOptions& client);     // health (any service)
+void AddKeysCommand(CLI::App& app);                                    // keys hash|new (local)
 
 // Prints a failed call's status to stderr and returns the exit code (2 for caller errors).
 int ReportStatus(const char* command, const grpc::Status& status);

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   unmask::cli::AddLoadCommand(app, client);
   unmask::cli::AddUnloadCommand(app, client);
   unmask::cli::AddHealthCommand(app, client);
+  unmask::cli::AddKeysCommand(app);
   const int code = Run(app, argc, argv);
   tracing.Shutdown();  // sends the command's span; bounded, whatever the collector does
   return code;

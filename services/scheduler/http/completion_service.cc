@@ -46,11 +46,12 @@ Status CompletionService::CheckServed(const std::string& model) {
   return UnavailableError("model: '" + model + "' is known but no executor serves it now; try again when one does");
 }
 
-StatusOr<AcceptedCompletion> CompletionService::Accept(const OpenAiRequest& request, const std::string& traceparent) {
+StatusOr<AcceptedCompletion> CompletionService::Accept(const OpenAiRequest& request, const std::string& traceparent,
+                                                       const auth::ApiKey* caller) {
   const std::string& model = request.generate.model();
   UNMASK_RETURN_IF_ERROR(CheckServed(model));
   AcceptedCompletion out;
-  UNMASK_ASSIGN_OR_RETURN(out.submitted, core_.Accept(request.generate, traceparent));
+  UNMASK_ASSIGN_OR_RETURN(out.submitted, core_.Accept(request.generate, traceparent, caller));
   out.request = request;
   out.identity = MakeIdentity(request.endpoint, out.submitted.job_id(), UnixSeconds(), model);
   auto config = catalog_.Config(model, executors_());

@@ -35,9 +35,14 @@ class CompletionService {
 
   nlohmann::json ListModels() const;
 
+  // The caller of an HTTP request from its Authorization header (null when API keys are off):
+  // the core's Authenticate, the same check as gRPC's.
+  StatusOr<const auth::ApiKey*> Authenticate(const std::string& authorization) { return core_.Authenticate(authorization); }
+
   // NotFound for a model no executor serves and no model root holds; Unavailable for one that
   // is known but that no healthy executor serves now; then the core's Accept.
-  StatusOr<AcceptedCompletion> Accept(const OpenAiRequest& request, const std::string& traceparent);
+  StatusOr<AcceptedCompletion> Accept(const OpenAiRequest& request, const std::string& traceparent,
+                                      const auth::ApiKey* caller = nullptr);
 
   // Waits for the job and returns the whole response; a failed job returns its status.
   StatusOr<nlohmann::json> Complete(const AcceptedCompletion& accepted);

@@ -68,7 +68,10 @@ HttpError ToHttpError(const Status& status) {
       break;
     }
     case StatusCode::kResourceExhausted:
-      if (IsQueueFull(status)) {
+      if (auth::IsKeyLimit(status)) {
+        e.status = 429;
+        e.body = OpenAiErrorBody(m, "rate_limit_error", nullptr, "api_key_limit");
+      } else if (IsQueueFull(status)) {
         e.status = 429;
         e.body = OpenAiErrorBody(m, "rate_limit_error", nullptr, "queue_full");
       } else {

@@ -5,7 +5,8 @@
 //
 //   INVALID_ARGUMENT, OUT_OF_RANGE, FAILED_PRECONDITION  400  (param: the field the message names)
 //   UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404
-//   RESOURCE_EXHAUSTED  429 when the queue is full, else 503 (no executor can take the request)
+//   RESOURCE_EXHAUSTED  429 when the queue is full or an API key is over its own limit, else 503
+//                       (no executor can take the request)
 //   UNAVAILABLE 503, DEADLINE_EXCEEDED 504, UNIMPLEMENTED 501, anything else 500
 #pragma once
 

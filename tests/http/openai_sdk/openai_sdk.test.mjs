@@ -187,6 +187,34 @@ test('429: a full queue is a RateLimitError', async () => {
   assert.equal(err.code, 'queue_full');
 });
 
+test('401: a missing or wrong API key is an AuthenticationError; the right key is served', async () => {
+  const url = `${process.env.UNMASK_HTTP_URL_KEYS}/v1`;
+  for (const apiKey of ['', 'wrong-key']) {
+    const c = new OpenAI({ baseURL: url, apiKey, maxRetries: 0 });
+    for (const call of [() => c.models.list(), () => c.chat.completions.create(CHAT)]) {
+      const err = await rejection(call());
+      assert.ok(err instanceof OpenAI.AuthenticationError, String(err));
+      assert.equal(err.status, 401);
+      assert.equal(err.code, 'invalid_api_key');
+    }
+  }
+  const ok = new OpenAI({ baseURL: url, apiKey: process.env.UNMASK_HTTP_KEY, maxRetries: 0, timeout: 120_000 });
+  const models = await ok.models.list();
+  assert.ok(models.data.some((m) => m.id === MODEL));
+  const done = await ok.completions.create({ model: MODEL, prompt: 'And God said unto Moses,', max_tokens: 16, block_length: 16, steps: 16 });
+  assert.ok(['stop', 'length'].includes(done.choices[0].finish_reason));
+});
+
+test('429: a key over its requests_per_second is a RateLimitError naming the limit', async () => {
+  const slow = new OpenAI({ baseURL: `${process.env.UNMASK_HTTP_URL_KEYS}/v1`, apiKey: process.env.UNMASK_HTTP_SLOW_KEY, maxRetries: 0 });
+  await slow.models.list();
+  const err = await rejection(slow.models.list());
+  assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+  assert.equal(err.status, 429);
+  assert.equal(err.code, 'api_key_limit');
+  assert.match(err.message, /requests_per_second=1/);
+});
+
 test('503: a model no executor serves is an InternalServerError with status 503', async () => {
   const err = await rejection(client.chat.completions.create({ ...CHAT, model: 'unserved-kjv' }));
   assert.ok(err instanceof OpenAI.InternalServerError, String(err));

@@ -1,0 +1,21 @@
+"""Python client of unmask's gRPC API (package unmask.v1).
+
+    from unmask_client import Client
+    with Client("127.0.0.1:50051", api_key="unmask-...") as c:
+        print(c.generate("And God said unto Moses,", model="unmask-kjv", gen_length=32).text)
+        for step in c.stream(chat=[{"role": "user", "content": "What does John 3:16 say?"}], model="unmask-kjv"):
+            print(step.step, step.positions, step.tokens)
+"""
+
+from unmask_client.client import (
+    Accepted,
+    Adjustment,
+    Client,
+    GenerationStream,
+    Job,
+    Result,
+    Step,
+    UnmaskError,
+)
+
+__all__ = ["Accepted", "Adjustment", "Client", "GenerationStream", "Job", "Result", "Step", "UnmaskError"]

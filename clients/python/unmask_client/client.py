@@ -1,0 +1,303 @@
+"""A typed wrapper over the generated stubs (unmask/v1/*_pb2*.py, generated at build time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from unmask.v1 import generation_pb2, scheduler_pb2, scheduler_pb2_grpc
+
+# GenerateRequest fields that are not GenerationParams (the rest of **params go to params).
+_REQUEST_FIELDS = ("priority", "deadline_seconds", "idempotency_key", "partial_text")
+_REMASKING = {
+    "low_confidence": generation_pb2.REMASKING_LOW_CONFIDENCE,
+    "random": generation_pb2.REMASKING_RANDOM,
+}
+
+Message = Union[Mapping[str, str], Tuple[str, str]]
+
+
+class UnmaskError(Exception):
+    """A call the scheduler refused or a job that failed: `code` is the grpc.StatusCode."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, job_id: str = ""):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+        self.job_id = job_id
+
+
+@dataclass
+class Adjustment:
+    """A request field the scheduler changed to fit memory."""
+    field: str
+    asked: str
+    applied: str
+    reason: str
+
+
+@dataclass
+class Accepted:
+    job_id: str
+    params: Dict[str, Any]  # the parameters that run, after defaults and the memory clamp
+    adjustments: List[Adjustment]
+    prompt_tokens: int
+    duplicate: bool
+
+
+@dataclass
+class Step:
+    """One diffusion step: the positions (0-based after the prompt) unmasked and their tokens."""
+    step: int
+    block: int
+    step_in_block: int
+    positions: List[int]
+    tokens: List[int]
+    elapsed_seconds: float
+    partial_text: str  # only when asked for (partial_text=True); masks shown as "_"
+
+
+@dataclass
+class Result:
+    job_id: str
+    text: str
+    finish_reason: str  # "length" or "eos" (or a stop)
+    ids: List[int]
+    sampler: str = ""
+    queued_seconds: float = 0.0
+    running_seconds: float = 0.0
+    steps_run: int = 0
+    accepted: Optional[Accepted] = None
+
+
+@dataclass
+class Job:
+    job_id: str
+    model: str
+    state: str  # queued, running, succeeded, failed, cancelled, expired, dead
+    executor: str
+    attempts: int
+    result: Optional[Result] = None
+    error: Optional[UnmaskError] = None
+
+
+def _params_dict(p: generation_pb2.GenerationParams) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for f, value in p.ListFields():
+        out[f.name] = generation_pb2.Remasking.Name(value).lower() if f.name == "remasking" else value
+    return out
+
+
+def _accepted(job_id: str, a: scheduler_pb2.Accepted) -> Accepted:
+    return Accepted(job_id, _params_dict(a.params),
+                    [Adjustment(x.field, x.asked, x.applied, x.reason) for x in a.adjustments],
+                    a.prompt_tokens, a.duplicate)
+
+
+def _result(job_id: str, c: scheduler_pb2.Completed, accepted: Optional[Accepted] = None) -> Result:
+    return Result(job_id, c.text, c.finish_reason, list(c.ids), c.sampler, c.timings.queued_seconds,
+                  c.timings.running_seconds, len(c.timings.step_seconds), accepted)
+
+
+def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
+    try:
+        code = next(c for c in grpc.StatusCode if c.value[0] == f.code)
+    except StopIteration:
+        code = grpc.StatusCode.UNKNOWN
+    return UnmaskError(code, f.message, job_id)
+
+
+def _message(m: Message) -> scheduler_pb2.ChatMessage:
+    if isinstance(m, tuple):
+        if len(m) != 2:
+            raise TypeError(f"a chat message tuple is (role, content), got {len(m)} items")
+        role, content = m
+    elif isinstance(m, Mapping):
+        unknown = set(m) - {"role", "content"}
+        if unknown:
+            raise TypeError(f"chat message: unknown keys {sorted(unknown)} (role, content)")
+        role, content = m.get("role", ""), m.get("content", "")
+    else:
+        raise TypeError(f"a chat message is a dict or a (role, content) tuple, not {type(m).__name__}")
+    if not isinstance(role, str) or not isinstance(content, str):
+        raise TypeError("chat message: role and content are strings")
+    return scheduler_pb2.ChatMessage(role=role, content=content)
+
+
+def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Sequence[Message]] = None,
+                  ids: Optional[Iterable[int]] = None, **params: Any) -> scheduler_pb2.GenerateRequest:
+    """A GenerateRequest from keyword arguments. Exactly one of prompt (text), chat or ids.
+
+    params: any GenerationParams field (gen_length, block_length, steps, temperature, cfg_scale,
+    remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, ...)
+    and the request's priority, deadline_seconds, idempotency_key, partial_text. An unknown
+    name or a value of the wrong type raises TypeError here; values out of range are the
+    scheduler's to refuse (UnmaskError with INVALID_ARGUMENT naming the field).
+    """
+    if not isinstance(model, str) or not model:
+        raise TypeError("model: a non-empty string is required")
+    given = [name for name, v in (("prompt", prompt), ("chat", chat), ("ids", ids)) if v is not None]
+    if len(given) != 1:
+        raise TypeError(f"give exactly one of prompt, chat, ids (got {', '.join(given) or 'none'})")
+    r = scheduler_pb2.GenerateRequest(model=model)
+    if prompt is not None:
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt: a string, not {type(prompt).__name__} (token ids go in ids=)")
+        r.text = prompt
+    elif chat is not None:
+        if isinstance(chat, (str, bytes)):
+            raise TypeError("chat: a list of messages, not a string")
+        r.chat.messages.extend(_message(m) for m in chat)
+        if not r.chat.messages:
+            raise TypeError("chat: at least one message")
+    else:
+        r.ids.ids.extend(ids)  # raises TypeError for non-integers
+        if not r.ids.ids:
+            raise TypeError("ids: at least one token id")
+    known = generation_pb2.GenerationParams.DESCRIPTOR.fields_by_name
+    for name, value in params.items():
+        if value is None:
+            continue
+        try:
+            if name in _REQUEST_FIELDS:
+                setattr(r, name, value)
+            elif name == "remasking":
+                if value not in _REMASKING:
+                    raise TypeError(f"remasking: {value!r} is not one of {sorted(_REMASKING)}")
+                r.params.remasking = _REMASKING[value]
+            elif name in known:
+                setattr(r.params, name, value)
+            else:
+                raise TypeError(f"unknown parameter {name!r} (GenerationParams fields: "
+                                f"{', '.join(sorted(known))}; request: {', '.join(_REQUEST_FIELDS)})")
+        except (TypeError, ValueError) as e:
+            if str(e).startswith((name + ":", "unknown parameter", "remasking:")):
+                raise TypeError(str(e)) from None
+            raise TypeError(f"{name}: {e}") from None
+    return r
+
+
+class GenerationStream:
+    """The events of one generation: iterate for each diffusion Step. `job_id` and `accepted`
+    are set once the scheduler accepted it, `result` once it completed; a failed job raises
+    UnmaskError from the iteration. Closing it (or leaving a `with` block) cancels the call,
+    and with it a job still running."""
+
+    def __init__(self, call: Any):
+        self._call = call
+        self.job_id = ""
+        self.accepted: Optional[Accepted] = None
+        self.result: Optional[Result] = None
+
+    def __iter__(self) -> Iterator[Step]:
+        try:
+            for ev in self._call:
+                if ev.job_id:
+                    self.job_id = ev.job_id
+                kind = ev.WhichOneof("event")
+                if kind == "accepted":
+                    self.accepted = _accepted(ev.job_id, ev.accepted)
+                elif kind == "step":
+                    s = ev.step
+                    yield Step(s.step, s.block, s.step_in_block, list(s.unmasked.positions), list(s.unmasked.tokens),
+                               s.elapsed_seconds, s.partial_text)
+                elif kind == "completed":
+                    self.result = _result(self.job_id, ev.completed, self.accepted)
+                elif kind == "failed":
+                    raise _failed(self.job_id, ev.failed)
+        except grpc.RpcError as e:
+            raise UnmaskError(e.code(), e.details() or "", self.job_id) from None
+
+    def wait(self) -> Result:
+        """Reads the rest of the stream and returns the result."""
+        for _ in self:
+            pass
+        if self.result is None:
+            raise UnmaskError(grpc.StatusCode.UNKNOWN, "the stream ended without a result", self.job_id)
+        return self.result
+
+    def close(self) -> None:
+        self._call.cancel()
+
+    def __enter__(self) -> "GenerationStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Client:
+    """A connection to an unmask scheduler (gRPC). api_key is sent as 'authorization: Bearer
+    <key>' on every call; timeout (seconds) bounds each call, None = no deadline."""
+
+    def __init__(self, target: str = "127.0.0.1:50051", api_key: Optional[str] = None,
+                 timeout: Optional[float] = None, channel: Optional[grpc.Channel] = None):
+        if api_key is not None and (not isinstance(api_key, str) or not api_key or any(c.isspace() for c in api_key)):
+            raise ValueError("api_key: a non-empty string without whitespace")
+        self._channel = channel or grpc.insecure_channel(target)
+        self._stub = scheduler_pb2_grpc.SchedulerStub(self._channel)
+        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
+        self._timeout = timeout
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _unary(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, metadata=self._metadata, timeout=self._timeout)
+        except grpc.RpcError as e:
+            raise UnmaskError(e.code(), e.details() or "") from None
+
+    def stream(self, prompt: Optional[str] = None, *, model: str, chat: Optional[Sequence[Message]] = None,
+               ids: Optional[Iterable[int]] = None, **params: Any) -> GenerationStream:
+        """Starts a generation; iterate the returned stream for each diffusion Step."""
+        request = build_request(model, prompt, chat=chat, ids=ids, **params)
+        return GenerationStream(self._stub.Generate(request, metadata=self._metadata, timeout=self._timeout))
+
+    def generate(self, prompt: Optional[str] = None, *, model: str, chat: Optional[Sequence[Message]] = None,
+                 ids: Optional[Iterable[int]] = None, **params: Any) -> Result:
+        """Generates and returns the Result (text, finish_reason, ids, ...)."""
+        with self.stream(prompt, model=model, chat=chat, ids=ids, **params) as s:
+            return s.wait()
+
+    def chat(self, messages: Sequence[Message], *, model: str, **params: Any) -> Result:
+        """generate() with messages in the model's chat template."""
+        return self.generate(model=model, chat=messages, **params)
+
+    def submit(self, prompt: Optional[str] = None, *, model: str, chat: Optional[Sequence[Message]] = None,
+               ids: Optional[Iterable[int]] = None, **params: Any) -> Accepted:
+        """Queues a generation and returns at once (its job_id is in the Accepted)."""
+        resp = self._unary(self._stub.Submit, build_request(model, prompt, chat=chat, ids=ids, **params))
+        return _accepted(resp.job_id, resp.accepted)
+
+    def watch(self, job_id: str) -> GenerationStream:
+        """The events of an existing job (past ones first), from any scheduler replica."""
+        if not job_id:
+            raise ValueError("job_id: must not be empty")
+        return GenerationStream(self._stub.Watch(scheduler_pb2.WatchRequest(job_id=job_id),
+                                                 metadata=self._metadata, timeout=self._timeout))
+
+    def job(self, job_id: str) -> Job:
+        info = self._unary(self._stub.GetJob, scheduler_pb2.GetJobRequest(job_id=job_id))
+        return Job(info.job_id, info.model, info.state, info.executor, info.attempts,
+                   _result(info.job_id, info.result) if info.HasField("result") else None,
+                   _failed(info.job_id, info.error) if info.HasField("error") else None)
+
+    def cancel(self, job_id: str) -> str:
+        """Cancels a queued or running job; returns its state."""
+        return self._unary(self._stub.CancelJob, scheduler_pb2.CancelJobRequest(job_id=job_id)).state
+
+    def jobs(self, state: str = "", limit: int = 0) -> List[Job]:
+        resp = self._unary(self._stub.ListJobs, scheduler_pb2.ListJobsRequest(state=state, limit=limit))
+        return [Job(j.job_id, j.model, j.state, j.executor, j.attempts) for j in resp.jobs]
+
+    def models(self) -> List[str]:
+        return [m.model for m in self._unary(self._stub.ListModels, scheduler_pb2.ListServedModelsRequest()).models]
