@@ -6,7 +6,7 @@
 //   - generation: the share of generated words that are words of the corpus (reference sampler,
 //     20 prompts from held-out verses), and per weights the token agreement with bf16;
 //   - chat: recall of the supervised pairs (exact reply, and the share of reply words in place);
-//   - every sampler mode against the reference on this model (gen_length 256, block 32);
+//   - every sampler mode against the reference on this model (gen_length 256 and 512, block 32);
 //   - each clamp policy at a budget too small for the request: what it changed, and the output
 //     of what then runs against the unclamped output.
 //
@@ -156,6 +156,9 @@ int main(int argc, char** argv) {
   app.add_option("--chat-gen-length", chat_gen)->capture_default_str();
   app.add_option("--chat-block-length", chat_block)->capture_default_str();
   app.add_option("--mode-prompts", mode_prompts)->capture_default_str();
+  std::string mode_gens = "256,512";
+  app.add_option("--mode-gen-lengths", mode_gens, "Comma-separated gen_lengths of the sampler-mode table")
+      ->capture_default_str();
   app.add_option("--doc", doc, "markdown file whose bench:quality-* sections are replaced");
   std::string sections = "heldout,chat,samplers,clamp";
   app.add_option("--sections", sections, "Comma-separated parts to measure (and replace in --doc)")->capture_default_str();
@@ -316,34 +319,41 @@ int main(int argc, char** argv) {
   chat << "\n" << chat_samples;
   std::cerr << "chat done\n";
 
-  // Every sampler mode against the reference, one held-out prompt at a time.
+  // Every sampler mode against the reference, one held-out prompt at a time, per gen_length.
   std::ostringstream modes;
-  const auto mode_params = Params(config, 256, 32, 256);
-  modes << "gen_length 256, block 32, 256 steps, temperature 0, bf16, " << mode_prompts
+  modes << "gen_length " << mode_gens << " (steps = gen_length), block 32, temperature 0, bf16, " << mode_prompts
         << " held-out prompts one at a time; fast modes with threshold 0.9, factor 1.0, early stop on (their default)."
         << " Agreement: generated tokens equal to the reference's, over all prompts.\n\n"
-        << "| mode | forwards (mean) | tokens/s | speed-up | agreement with reference |\n|---|---|---|---|---|\n";
-  std::vector<std::vector<std::int64_t>> reference(mode_prompts);
-  double reference_seconds = 0;
-  for (auto mode : sampler::AllSamplerModes()) {
-    if (!want("samplers")) break;
-    double seconds = 0, forwards = 0;
-    std::int64_t same = 0, total = 0;
-    for (int i = 0; i < mode_prompts && i < static_cast<int>(prompt_texts.size()); ++i) {
-      sampler::PromptBatch pb;
-      auto enc = Check(tok->Encode(prompt_texts[i], false), "prompt");
-      pb.ids.emplace_back(enc.begin(), enc.end());
-      auto out = Check(sampler::Generate(mode, *model, pb, mode_params, sampler::FastOptions{}), "mode");
-      seconds += out.seconds;
-      forwards += static_cast<double>(out.steps_run);
-      if (mode == sampler::SamplerMode::kReference) reference[i] = out.output[0];
-      for (std::size_t k = 0; k < out.output[0].size(); ++k, ++total) same += out.output[0][k] == reference[i][k];
+        << "| gen_length | mode | forwards (mean) | tokens/s | speed-up | agreement with reference |\n"
+        << "|---|---|---|---|---|---|\n";
+  std::vector<std::int64_t> reference256;  // the first prompt's reference output at gen 256 (the clamp table's base)
+  std::stringstream gens(mode_gens);
+  for (std::string gen_text; want("samplers") && std::getline(gens, gen_text, ',');) {
+    const std::int64_t gen = std::stoll(gen_text);
+    const auto mode_params = Params(config, gen, 32, gen);
+    std::vector<std::vector<std::int64_t>> reference(mode_prompts);
+    double reference_seconds = 0;
+    for (auto mode : sampler::AllSamplerModes()) {
+      double seconds = 0, forwards = 0;
+      std::int64_t same = 0, total = 0;
+      for (int i = 0; i < mode_prompts && i < static_cast<int>(prompt_texts.size()); ++i) {
+        sampler::PromptBatch pb;
+        auto enc = Check(tok->Encode(prompt_texts[i], false), "prompt");
+        pb.ids.emplace_back(enc.begin(), enc.end());
+        auto out = Check(sampler::Generate(mode, *model, pb, mode_params, sampler::FastOptions{}), "mode");
+        seconds += out.seconds;
+        forwards += static_cast<double>(out.steps_run);
+        if (mode == sampler::SamplerMode::kReference) reference[i] = out.output[0];
+        if (mode == sampler::SamplerMode::kReference && gen == 256 && i == 0) reference256 = out.output[0];
+        for (std::size_t k = 0; k < out.output[0].size(); ++k, ++total) same += out.output[0][k] == reference[i][k];
+      }
+      if (mode == sampler::SamplerMode::kReference) reference_seconds = seconds;
+      modes << "| " << gen << " | " << sampler::SamplerModeName(mode) << " | " << Fmt("%.1f", forwards / mode_prompts)
+            << " | " << Fmt("%.1f", static_cast<double>(gen) * mode_prompts / seconds) << " | "
+            << Fmt("%.2fx", reference_seconds / seconds) << " | "
+            << Fmt("%.1f%%", 100.0 * same / std::max<std::int64_t>(1, total)) << " |\n";
+      std::cerr << "gen " << gen << " " << sampler::SamplerModeName(mode) << " done\n";
     }
-    if (mode == sampler::SamplerMode::kReference) reference_seconds = seconds;
-    modes << "| " << sampler::SamplerModeName(mode) << " | " << Fmt("%.1f", forwards / mode_prompts) << " | "
-          << Fmt("%.1f", 256.0 * mode_prompts / seconds) << " | " << Fmt("%.2fx", reference_seconds / seconds) << " | "
-          << Fmt("%.1f%%", 100.0 * same / std::max<std::int64_t>(1, total)) << " |\n";
-    std::cerr << sampler::SamplerModeName(mode) << " done\n";
   }
 
   // Each clamp policy at a budget the request does not fit: what runs, and how close it stays.
@@ -363,7 +373,15 @@ int main(int argc, char** argv) {
            << memory::HumanBytes(budget) << " (weights + 35% of what the request needs beyond them). Output compared with"
            << " the unclamped run over the tokens both produce.\n\n"
            << "| policy | what changed | runs | corpus words in output | agreement with unclamped |\n|---|---|---|---|---|\n";
-    const auto& unclamped = reference[0];
+    if (reference256.empty()) {
+      sampler::PromptBatch pb;
+      auto enc = Check(tok->Encode(prompt_texts[0], false), "prompt");
+      pb.ids.emplace_back(enc.begin(), enc.end());
+      reference256 = Check(sampler::Generate(sampler::SamplerMode::kReference, *model, pb, Params(config, 256, 32, 256)),
+                           "reference")
+                         .output[0];
+    }
+    const auto& unclamped = reference256;
     for (auto policy : {memory::ClampPolicy::kOff, memory::ClampPolicy::kStandard, memory::ClampPolicy::kExtreme}) {
       auto r = memory::Clamp(config, asked, budget, weights_bytes, policy);
       clamps << "| " << memory::ClampPolicyName(policy) << " | ";
