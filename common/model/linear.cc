@@ -2,9 +2,12 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 
 #include <stdexcept>
+#include <vector>
 
+#include "common/model/small_gemm.h"
 #include "common/weights/tensor_view.h"
 
 namespace unmask::model {
@@ -41,6 +44,27 @@ void DequantizeRowsInto(const weights::TensorView& view, const at::Tensor& out) 
 // `per_group` ([rows, groups]) broadcast over the `group` columns of each group of `w`.
 at::Tensor Grouped(const at::Tensor& per_group, std::int64_t group, std::int64_t cols) {
   return per_group.repeat_interleave(group, 1).narrow(1, 0, cols);
+}
+
+// Rows of x up to which the few-row kernel (small_gemm.h) replaces the BLAS for float32 on the
+// CPU; bench_small_gemm compares the two.
+constexpr std::int64_t kSmallGemmMaxRows = 320;
+
+// x W^T. Float32 products with few rows and no autograd go to the kernel that does not repack W.
+at::Tensor Product(const at::Tensor& x, const at::Tensor& w) {
+  const bool eligible = SmallGemmEnabled() && x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
+                        x.device().is_cpu() && w.device().is_cpu() && w.dim() == 2 && w.is_contiguous() &&
+                        x.dim() >= 1 && x.size(-1) == w.size(1) && w.size(1) > 0 &&
+                        !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
+  if (!eligible) return at::linear(x, w);
+  const std::int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
+  if (M == 0 || M > kSmallGemmMaxRows) return at::linear(x, w);
+  const at::Tensor xc = x.contiguous();
+  std::vector<std::int64_t> sizes = x.sizes().vec();
+  sizes.back() = N;
+  at::Tensor y = at::empty(sizes, x.options());
+  SmallGemmF32(xc.data_ptr<float>(), M, K, w.data_ptr<float>(), N, y.data_ptr<float>(), N);
+  return y;
 }
 
 // One scratch buffer per thread, grown to the largest layer and reused by every layer.
@@ -134,11 +158,11 @@ at::Device Linear::device() const {
 }
 
 at::Tensor Linear::Apply(const at::Tensor& x) const {
-  if (!quantized_) return at::linear(x, weight_);
+  if (!quantized_) return Product(x, weight_);
   const auto& q = *quantized_;
   at::Tensor w = Scratch(q.rows, q.cols, q.dtype, device());
   Dequantize(q, w);
-  return at::linear(x.to(q.dtype), w).to(x.scalar_type());
+  return Product(x.to(q.dtype), w).to(x.scalar_type());
 }
 
 at::Tensor Linear::weight() const {

@@ -110,14 +110,20 @@ StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const Pr
 
         at::Tensor model_x = x;
         if (cfg) model_x = at::cat({x, x.clone().masked_fill_(prompt_index, p.mask_id)}, 0);
-        at::Tensor logits = model.HeadLogits(forward->BlockHidden(model_x, model_mask, block_start, block_end, i));
+        at::Tensor hidden = forward->BlockHidden(model_x, model_mask, block_start, block_end, i);  // [B', bl, d]
+        // At temperature 0 only the masked rows' logits are read (an unmasked row keeps its token
+        // and gets confidence -inf), so the LM head runs over those rows alone. Without noise no
+        // random draw depends on the rows' number, and each row's logits are the same bits.
+        const bool masked_rows_only = p.temperature == 0;
+        if (masked_rows_only) hidden = hidden.index({cfg ? at::cat({mask_index, mask_index}, 0) : mask_index});
+        at::Tensor logits = model.HeadLogits(hidden);  // [B', bl, V], or [rows, V]
         if (cfg) {
           auto halves = logits.chunk(2, 0);
           logits = halves[1] + (p.cfg_scale + 1) * (halves[0] - halves[1]);
         }
         if (p.logits_eos_inf) logits.select(-1, p.eos_id).fill_(kNegInf);
         at::Tensor noisy = p.temperature == 0 ? logits : AddGumbelNoise(logits, p.temperature, gen);
-        at::Tensor x0 = noisy.argmax(-1);  // [B, bl]
+        at::Tensor x0 = noisy.argmax(-1);  // [B, bl], or [rows]
         if (p.confidence_eos_eot_inf) {
           // The reference's `noisy[..., EOS] = logits[..., EoT] = -inf`, aliasing at temperature 0 included.
           noisy.select(-1, p.eos_id).fill_(kNegInf);
@@ -131,13 +137,14 @@ StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const Pr
           x0_p = at::softmax(reference_confidence ? logits : logits.to(at::kDouble), -1)
                      .gather(-1, x0.unsqueeze(-1))
                      .squeeze(-1);
+          if (masked_rows_only) x0_p = at::full({batch, bl}, kNegInf, x0_p.options()).masked_scatter_(mask_index, x0_p);
         } else {
           // The reference's draw shape, so that the generator stream stays the same.
           x0_p = at::empty({batch, total}, at::TensorOptions().dtype(at::kFloat).device(device))
                      .uniform_(0, 1, gen)
                      .narrow(1, block_start, bl);
         }
-        x0 = at::where(mask_index, x0, xb);
+        x0 = masked_rows_only ? xb.masked_scatter(mask_index, x0) : at::where(mask_index, x0, xb);
         // Confidence over the full row (-inf outside the block), so that top-k sees what the
         // reference's top-k sees.
         at::Tensor confidence = at::full({batch, total}, kNegInf, x0_p.options());

@@ -120,6 +120,20 @@ TEST(UnmaskEngineCliTest, BadSamplerOptionsAreNamed) {
   r = RunCommand(base + " --threads -2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.out, HasSubstr("--threads"));
+  r = RunCommand(base + " --gemm turbo");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--gemm: 'turbo' is not one of auto, blas"));
+}
+
+TEST(UnmaskEngineCliTest, TheKernelAndTheBlasGiveTheSameIds) {
+  const std::string base = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                           unmask::testing::TestDataPath("tiny-llada") +
+                           " --prompt-ids 1,2,3,4 --gen-length 16 --block-length 8 --steps 16 --precision fp32 --json";
+  CommandResult blas = RunCommand(base + " --gemm blas");
+  CommandResult kernel = RunCommand(base + " --gemm auto");
+  ASSERT_EQ(blas.exit_code, 0) << blas.out;
+  ASSERT_EQ(kernel.exit_code, 0) << kernel.out;
+  EXPECT_EQ(json::parse(blas.out)["output"], json::parse(kernel.out)["output"]);
 }
 
 TEST(MakeModelCliTest, WritesACheckpointTheEngineGeneratesFrom) {

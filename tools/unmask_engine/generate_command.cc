@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model/llada_model.h"
+#include "common/model/small_gemm.h"
 #include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/chat_template.h"
@@ -112,6 +113,9 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   fast.factor = o.factor;
   fast.early_stop = !o.no_early_stop;
   if (Status s = sampler::ValidateFastOptions(fast); !s.ok()) return fail(s);
+  if (o.gemm != "auto" && o.gemm != "blas")
+    return fail(InvalidArgumentError("--gemm: '" + o.gemm + "' is not one of auto, blas"));
+  model::SetSmallGemmEnabled(o.gemm == "auto");
   if (auto threads = model::SetIntraOpThreads(o.threads); !threads.ok())
     return fail(Status(threads.status().code(), "--threads: " + threads.status().message()));
   model::ModelOptions mopts;
@@ -210,6 +214,10 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--factor", opts->factor, "Factor of the factor rule, > 0")->capture_default_str();
   cmd->add_flag("--no-early-stop", opts->no_early_stop, "Fast modes: do not stop when a block ends in EOS");
   cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per core)")->capture_default_str();
+  cmd->add_option("--gemm", opts->gemm,
+                  "Float32 products with few rows: auto (unmask's kernel where the CPU has AVX-512, never repacking the "
+                  "weight) or blas (always the BLAS)")
+      ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print {\"output\", \"unmasked_per_step\", \"seconds\"} as JSON");
   cmd->callback([opts]() { throw CLI::RuntimeError(RunGenerate(*opts, std::cout, std::cerr)); });
 }

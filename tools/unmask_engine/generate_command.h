@@ -30,6 +30,7 @@ struct GenerateOptions {
   double factor = 1.0;                // factor rule (fast modes)
   bool no_early_stop = false;         // fast modes: run every block even after one ends in EOS
   int threads = 0;                    // intra-op threads; 0: one per core
+  std::string gemm = "auto";          // float32 few-row products: auto (the kernel where it runs) or blas
   bool json = false;
 };
 
