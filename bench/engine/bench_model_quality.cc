@@ -48,6 +48,13 @@ T Check(StatusOr<T> v, const std::string& what) {
   return std::move(v).value();
 }
 
+void Check(const Status& s, const std::string& what) {
+  if (!s.ok()) {
+    std::cerr << what << ": " << s.ToString() << "\n";
+    std::exit(1);
+  }
+}
+
 std::shared_ptr<const model::LladaModel> FromSpec(const std::string& dir, const std::string& spec_text) {
   model::ModelOptions mo;
   mo.precision = model::Precision::kBFloat16;
@@ -160,6 +167,13 @@ int main(int argc, char** argv) {
   app.add_option("--mode-gen-lengths", mode_gens, "Comma-separated gen_lengths of the sampler-mode table")
       ->capture_default_str();
   app.add_option("--doc", doc, "markdown file whose bench:quality-* sections are replaced");
+  int threads = 0;
+  app.add_option("--threads", threads, "Intra-op threads (0: one per core)")->capture_default_str();
+  std::string sweep_spec = "dual_cache+threshold:0.9,0.7,0.5,0.3;dual_cache+factor:1,2,4,8,16";
+  app.add_option("--sweep", sweep_spec,
+                 "The parallel-decoding sweep at the first --mode-gen-lengths: MODE:values;MODE:values (threshold or "
+                 "factor values)")
+      ->capture_default_str();
   std::string sections = "heldout,chat,samplers,clamp";
   app.add_option("--sections", sections, "Comma-separated parts to measure (and replace in --doc)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -167,15 +181,15 @@ int main(int argc, char** argv) {
   {
     std::stringstream in(sections);
     for (std::string part; std::getline(in, part, ',');) {
-      if (part != "heldout" && part != "chat" && part != "samplers" && part != "clamp") {
-        std::cerr << "--sections: unknown part '" << part << "' (heldout, chat, samplers, clamp)\n";
+      if (part != "heldout" && part != "chat" && part != "samplers" && part != "clamp" && part != "sweep") {
+        std::cerr << "--sections: unknown part '" << part << "' (heldout, chat, samplers, clamp, sweep)\n";
         return 2;
       }
       wanted.insert(part);
     }
   }
   auto want = [&](const char* part) { return wanted.count(part) > 0; };
-  (void)model::SetIntraOpThreads(0);
+  (void)model::SetIntraOpThreads(threads);
 
   const auto corpus = Check(train::ReadVerseCorpus(corpus_path, held_out_every), "corpus");
   const auto tok = Check(tokenizer::Tokenizer::FromFile(dir + "/tokenizer.json"), "tokenizer");
@@ -356,6 +370,63 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Parallel decoding: how far a threshold or factor rule trades agreement for speed.
+  std::ostringstream sweep;
+  if (want("sweep")) {
+    const std::int64_t gen = std::stoll(mode_gens.substr(0, mode_gens.find(',')));
+    const auto params = Params(config, gen, 32, gen);
+    sweep << "gen_length " << gen << " (steps = gen_length), block 32, temperature 0, bf16, " << mode_prompts
+          << " held-out prompts one at a time, early stop on. Speed-up against the reference sampler in the same run;"
+          << " agreement: generated tokens equal to the reference's; corpus words: share of generated words that are"
+          << " words of the corpus (the reference's own share in its row).\n\n"
+          << "| mode | rule value | forwards (mean) | tokens/s | speed-up | agreement with reference | corpus words |\n"
+          << "|---|---|---|---|---|---|---|\n";
+    std::vector<std::vector<std::int64_t>> reference(mode_prompts);
+    double reference_seconds = 0;
+    auto run = [&](sampler::SamplerMode mode, const sampler::FastOptions& fast, const std::string& label,
+                   const std::string& value) {
+      double seconds = 0, forwards = 0;
+      std::int64_t same = 0, total = 0, words = 0, known = 0;
+      for (int i = 0; i < mode_prompts && i < static_cast<int>(prompt_texts.size()); ++i) {
+        sampler::PromptBatch pb;
+        auto enc = Check(tok->Encode(prompt_texts[i], false), "prompt");
+        pb.ids.emplace_back(enc.begin(), enc.end());
+        auto out = Check(sampler::Generate(mode, *model, pb, params, fast), "sweep");
+        seconds += out.seconds;
+        forwards += static_cast<double>(out.steps_run);
+        if (mode == sampler::SamplerMode::kReference) reference[i] = out.output[0];
+        for (std::size_t k = 0; k < out.output[0].size(); ++k, ++total) same += out.output[0][k] == reference[i][k];
+        for (const auto& w : Words(Text(*tok, out.output[0], config))) {
+          ++words;
+          known += vocabulary.count(w);
+        }
+      }
+      if (mode == sampler::SamplerMode::kReference) reference_seconds = seconds;
+      sweep << "| " << label << " | " << value << " | " << Fmt("%.1f", forwards / mode_prompts) << " | "
+            << Fmt("%.1f", static_cast<double>(gen) * mode_prompts / seconds) << " | "
+            << Fmt("%.2fx", reference_seconds / seconds) << " | "
+            << Fmt("%.1f%%", 100.0 * same / std::max<std::int64_t>(1, total)) << " | "
+            << Fmt("%.1f%%", words ? 100.0 * known / words : 0.0) << " |\n";
+      std::cerr << "sweep " << label << " " << value << " done\n";
+    };
+    run(sampler::SamplerMode::kReference, sampler::FastOptions{}, "reference", "-");
+    std::stringstream modes_in(sweep_spec);
+    for (std::string entry; std::getline(modes_in, entry, ';');) {
+      const auto colon = entry.find(':');
+      if (colon == std::string::npos) Check(InvalidArgumentError("'" + entry + "' is not MODE:values"), "--sweep");
+      const std::string name = entry.substr(0, colon);
+      const auto mode = Check(sampler::ParseSamplerMode(name), "--sweep");
+      const bool factor = name.find("factor") != std::string::npos;
+      std::stringstream values(entry.substr(colon + 1));
+      for (std::string v; std::getline(values, v, ',');) {
+        sampler::FastOptions fast;
+        (factor ? fast.factor : fast.threshold) = std::stod(v);
+        Check(sampler::ValidateFastOptions(fast), "--sweep");
+        run(mode, fast, name, (factor ? "factor " : "threshold ") + v);
+      }
+    }
+  }
+
   // Each clamp policy at a budget the request does not fit: what runs, and how close it stays.
   std::ostringstream clamps;
   if (want("clamp")) {
@@ -415,11 +486,13 @@ int main(int argc, char** argv) {
   }
 
   const std::string footer = "\nMachine: " + bench::MachineDescription() + ". Command: `" + bench::CommandLine(argc, argv) + "`.\n";
-  std::cout << quality.str() << "\n" << chat.str() << "\n" << modes.str() << "\n" << clamps.str() << footer;
+  std::cout << quality.str() << "\n" << chat.str() << "\n" << modes.str() << "\n" << sweep.str() << "\n" << clamps.str()
+            << footer;
   if (!doc.empty()) {
     bool ok = (!want("heldout") || bench::ReplaceDocSection(doc, "quality-heldout", quality.str() + footer)) &&
               (!want("chat") || bench::ReplaceDocSection(doc, "quality-chat", chat.str() + footer)) &&
               (!want("samplers") || bench::ReplaceDocSection(doc, "quality-samplers", modes.str() + footer)) &&
+              (!want("sweep") || bench::ReplaceDocSection(doc, "quality-sweep", sweep.str() + footer)) &&
               (!want("clamp") || bench::ReplaceDocSection(doc, "quality-clamp", clamps.str() + footer));
     if (!ok) return 1;
   }
