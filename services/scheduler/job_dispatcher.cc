@@ -185,8 +185,9 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   };
   auto finish_cancelled = [&] {
     telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job cancelled");
-    (void)store_.AppendEvent(id, Failure(id, CancelledError("cancelled")).SerializeAsString());
-    (void)Persist("cancellation", id, [&] { return store_.ConfirmCancelled(id, handle); });
+    const jobs::Outcome outcome{jobs::JobState::kCancelled, "", "cancelled while running",
+                                Failure(id, CancelledError("cancelled")).SerializeAsString()};
+    (void)Persist("cancellation", id, [&] { return store_.Finish(id, handle, outcome); });
   };
 
   // Wait for an executor with room for this model.
@@ -200,8 +201,10 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     if (cancel_requested()) return finish_cancelled();
     if (job.record.deadline_unix_ms > 0 && NowMs() >= job.record.deadline_unix_ms) {
       telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "deadline passed waiting for an executor");
-      (void)store_.AppendEvent(id, Failure(id, Status(StatusCode::kDeadlineExceeded, "deadline passed waiting for an executor")).SerializeAsString());
-      (void)Persist("failure", id, [&] { return store_.Fail(id, handle, "deadline passed waiting for an executor"); });
+      const std::string why = "deadline passed waiting for an executor";
+      const jobs::Outcome outcome{jobs::JobState::kFailed, "", why,
+                                  Failure(id, Status(StatusCode::kDeadlineExceeded, why)).SerializeAsString()};
+      (void)Persist("failure", id, [&] { return store_.Finish(id, handle, outcome); });
       return;
     }
     const auto snapshot = pool_.Snapshot();
@@ -302,9 +305,10 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     v1::JobEvent out;
     out.set_job_id(id);
     *out.mutable_completed() = completed;
-    (void)store_.AppendEvent(id, out.SerializeAsString());
-    const std::string result = completed.SerializeAsString();
-    (void)Persist("result", id, [&] { return store_.Complete(id, handle, result); });
+    // The completed event and the result in one step: a watcher never sees an end that was not
+    // stored (a scheduler killed between the two left one, and the job then ran again).
+    const jobs::Outcome outcome{jobs::JobState::kSucceeded, completed.SerializeAsString(), "", out.SerializeAsString()};
+    (void)Persist("result", id, [&] { return store_.Finish(id, handle, outcome); });
     telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job succeeded",
                    {{"executor", executor_name}, {"steps", std::to_string(steps_received)},
                     {"running_seconds", std::to_string(completed.timings().running_seconds())}});
@@ -323,8 +327,8 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   const Status status = services::FromGrpcStatus(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the executor ended without a result") : s);
   telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "job failed",
                  {{"executor", executor_name}, {"error", status.ToString()}});
-  (void)store_.AppendEvent(id, Failure(id, status).SerializeAsString());
-  (void)Persist("failure", id, [&] { return store_.Fail(id, handle, status.ToString()); });
+  const jobs::Outcome outcome{jobs::JobState::kFailed, "", status.ToString(), Failure(id, status).SerializeAsString()};
+  (void)Persist("failure", id, [&] { return store_.Finish(id, handle, outcome); });
 }
 
 }  // namespace unmask::scheduler
