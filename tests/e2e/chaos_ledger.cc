@@ -104,7 +104,7 @@ std::string Summary(const ChaosTally& t) {
     << ", wrong result " << t.wrong_result << "\n"
     << "duplicated executor runs " << t.duplicated_runs << " (jobs run more than once " << t.jobs_run_twice
     << "), re-dispatches " << t.redispatches << "\n"
-    << "submit retries " << t.submit_retries << ", re-watches " << t.rewatches << "\n";
+    << "submit retries " << t.submit_retries << ", watch retries " << t.rewatches << " (streams broken or refused, started again)\n";
   return s.str();
 }
 
