@@ -33,4 +33,18 @@ Status CheckReclaimArgs(std::int64_t min_idle_ms, int max_attempts) {
   return OkStatus();
 }
 
+StatusOr<std::string> OutcomeError(const Outcome& outcome) {
+  switch (outcome.state) {
+    case JobState::kSucceeded:
+      return std::string();
+    case JobState::kFailed:
+      return outcome.error.empty() ? std::string("failed") : outcome.error;
+    case JobState::kCancelled:
+      return outcome.error.empty() ? std::string("cancelled while running") : outcome.error;
+    default:
+      return InvalidArgumentError(std::string("outcome state: must be succeeded, failed or cancelled, got ") +
+                                  JobStateName(outcome.state));
+  }
+}
+
 }  // namespace unmask::jobs

@@ -62,6 +62,14 @@ struct ClaimedJob {
   DeliveryHandle handle;
 };
 
+// A delivery's terminal outcome together with the event that ends the job's event log.
+struct Outcome {
+  JobState state = JobState::kSucceeded;  // kSucceeded, kFailed or kCancelled
+  std::string result;       // kSucceeded: the record's result
+  std::string error;        // kFailed / kCancelled: the record's error ("" = a default text)
+  std::string final_event;  // "" = none
+};
+
 struct ListFilter {
   std::optional<JobState> state;  // empty = every state
   int limit = 50;                 // 1..1000
@@ -115,6 +123,13 @@ class JobStore {
                       const std::string& error) = 0;
   // The dispatcher stopped a running job because CancelRequested said so.
   virtual Status ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) = 0;
+  // Complete / Fail / ConfirmCancelled (by outcome.state) that also appends outcome.final_event
+  // to the job's event log in the same atomic step: the log ends with that event if and only if
+  // this delivery's outcome was stored. (Appending it first and storing the outcome after let a
+  // scheduler killed in between leave an end in the log of a job that then ran again.)
+  // InvalidArgument for another state.
+  virtual Status Finish(const std::string& job_id, const DeliveryHandle& handle,
+                        const Outcome& outcome) = 0;
 
   // The executor died: the job goes back to the queue (behind the jobs of its priority that are
   // already queued) with attempts + 1. Returns the new state: queued, or cancelled when a cancel
@@ -157,5 +172,7 @@ class JobStore {
 Status CheckHandle(const std::string& job_id, const DeliveryHandle& handle);
 Status CheckListFilter(const ListFilter& filter);
 Status CheckReclaimArgs(std::int64_t min_idle_ms, int max_attempts);
+// The outcome's state is one Finish takes; its error with the default text filled in.
+StatusOr<std::string> OutcomeError(const Outcome& outcome);
 
 }  // namespace unmask::jobs

@@ -169,12 +169,13 @@ Status MemoryJobStore::Heartbeat(const DeliveryHandle& handle) {
 
 Status MemoryJobStore::FinishDelivery(const std::string& job_id, const DeliveryHandle& handle,
                                       JobState state, const std::string& result,
-                                      const std::string& error) {
+                                      const std::string& error, const std::string& final_event) {
   UNMASK_RETURN_IF_ERROR(CheckHandle(job_id, handle));
   std::lock_guard<std::mutex> lock(mu_);
   UNMASK_ASSIGN_OR_RETURN(Job * job, FindDeliveryLocked(handle));
   job->record.result = result;
   job->record.error = error;
+  if (!final_event.empty()) job->events.push_back(final_event);  // FinishLocked wakes the readers
   FinishLocked(*job, state, options_.clock());
   return OkStatus();
 }
@@ -191,6 +192,12 @@ Status MemoryJobStore::Fail(const std::string& job_id, const DeliveryHandle& han
 
 Status MemoryJobStore::ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) {
   return FinishDelivery(job_id, handle, JobState::kCancelled, "", "cancelled while running");
+}
+
+Status MemoryJobStore::Finish(const std::string& job_id, const DeliveryHandle& handle,
+                              const Outcome& outcome) {
+  UNMASK_ASSIGN_OR_RETURN(std::string error, OutcomeError(outcome));
+  return FinishDelivery(job_id, handle, outcome.state, outcome.result, error, outcome.final_event);
 }
 
 StatusOr<JobState> MemoryJobStore::Requeue(const DeliveryHandle& handle) {

@@ -40,6 +40,7 @@ class MemoryJobStore final : public JobStore {
   Status Fail(const std::string& job_id, const DeliveryHandle& handle,
               const std::string& error) override;
   Status ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) override;
+  Status Finish(const std::string& job_id, const DeliveryHandle& handle, const Outcome& outcome) override;
   StatusOr<JobState> Requeue(const DeliveryHandle& handle) override;
   StatusOr<JobState> Cancel(const std::string& job_id) override;
   StatusOr<bool> CancelRequested(const std::string& job_id) override;
@@ -81,7 +82,8 @@ class MemoryJobStore final : public JobStore {
   void SetStateLocked(Job& job, JobState state, std::int64_t now);
   void FinishLocked(Job& job, JobState state, std::int64_t now);
   Status FinishDelivery(const std::string& job_id, const DeliveryHandle& handle, JobState state,
-                        const std::string& result, const std::string& error);
+                        const std::string& result, const std::string& error,
+                        const std::string& final_event = "");
 
   const JobStoreOptions options_;
   std::mutex mu_;

@@ -204,12 +204,12 @@ Status RedisJobStore::CheckOwnHandle(const std::string& job_id,
 
 Status RedisJobStore::FinishDelivery(const std::string& job_id, const DeliveryHandle& handle,
                                      JobState state, const std::string& result,
-                                     const std::string& error) {
+                                     const std::string& error, const std::string& final_event) {
   UNMASK_RETURN_IF_ERROR(CheckOwnHandle(job_id, handle));
-  UNMASK_ASSIGN_OR_RETURN(
-      RedisReplyPtr reply,
-      RunScript(RedisScriptId::kFinishDelivery, options_.store.clock(),
-                {job_id, handle.queue, handle.delivery_id, JobStateName(state), result, error}));
+  UNMASK_ASSIGN_OR_RETURN(RedisReplyPtr reply,
+                          RunScript(RedisScriptId::kFinishDelivery, options_.store.clock(),
+                                    {job_id, handle.queue, handle.delivery_id, JobStateName(state),
+                                     result, error, final_event}));
   UNMASK_ASSIGN_OR_RETURN(std::string word, OutcomeWord(reply.get(), "finish"));
   if (word == "ok") return OkStatus();
   return DeliveryOutcomeStatus(word, reply.get(), job_id, handle.delivery_id);
@@ -246,6 +246,12 @@ Status RedisJobStore::MarkRunning(const DeliveryHandle& handle, const std::strin
 }
 
 Status RedisJobStore::Heartbeat(const DeliveryHandle& handle) { return Touch(handle, nullptr); }
+
+Status RedisJobStore::Finish(const std::string& job_id, const DeliveryHandle& handle,
+                             const Outcome& outcome) {
+  UNMASK_ASSIGN_OR_RETURN(std::string error, OutcomeError(outcome));
+  return FinishDelivery(job_id, handle, outcome.state, outcome.result, error, outcome.final_event);
+}
 
 StatusOr<JobState> RedisJobStore::Requeue(const DeliveryHandle& handle) {
   UNMASK_RETURN_IF_ERROR(CheckOwnHandle(handle.job_id, handle));

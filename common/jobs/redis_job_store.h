@@ -63,6 +63,7 @@ class RedisJobStore final : public JobStore {
   Status Fail(const std::string& job_id, const DeliveryHandle& handle,
               const std::string& error) override;
   Status ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) override;
+  Status Finish(const std::string& job_id, const DeliveryHandle& handle, const Outcome& outcome) override;
   StatusOr<JobState> Requeue(const DeliveryHandle& handle) override;
   StatusOr<JobState> Cancel(const std::string& job_id) override;
   StatusOr<bool> CancelRequested(const std::string& job_id) override;
@@ -93,7 +94,8 @@ class RedisJobStore final : public JobStore {
   StatusOr<std::optional<ClaimedJob>> ClaimOnce(const std::string& consumer_id,
                                                 std::vector<std::string>* last_ids);
   Status FinishDelivery(const std::string& job_id, const DeliveryHandle& handle, JobState state,
-                        const std::string& result, const std::string& error);
+                        const std::string& result, const std::string& error,
+                        const std::string& final_event = "");
   Status CheckOwnHandle(const std::string& job_id, const DeliveryHandle& handle) const;
   Status Touch(const DeliveryHandle& handle, const std::string* executor);
   StatusOr<std::vector<JobRecord>> FetchRecords(const std::vector<std::string>& ids,

@@ -15,7 +15,12 @@ constexpr JobState kAllStates[] = {JobState::kQueued, JobState::kRunning,   JobS
                                    JobState::kFailed, JobState::kCancelled, JobState::kExpired,
                                    JobState::kDead};
 
+// A read of a job's hash that Redis refused: a corrupt record only when the key holds another
+// type (WRONGTYPE, DataLoss). Any other refusal says something about the server, not the record
+// (LOADING while a restarted server reads its AOF): passed on as it is (Unavailable), so that
+// callers try again instead of giving the job up.
 Status NotAHash(const std::string& job_id, const Status& status) {
+  if (status.code() != StatusCode::kDataLoss) return status;
   return DataLossError("job " + job_id + ": stored record is not a hash (" + status.message() +
                        ")");
 }

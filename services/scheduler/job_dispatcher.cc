@@ -74,6 +74,25 @@ void JobDispatcher::UpdateQueueDepth() {
 
 JobDispatcher::~JobDispatcher() { Stop(); }
 
+Status JobDispatcher::Persist(const char* what, const std::string& job_id, const std::function<Status()>& write) {
+  // A run's outcome must outlive a Redis restart at the moment it arrives: dropping it would
+  // leave the delivery to the reaper, and the job would run again. A stale handle (the reaper
+  // gave the job to someone else meanwhile) is not retried.
+  const auto give_up = Clock::now() + std::chrono::milliseconds(options_.store_retry_ms);
+  auto pause = std::chrono::milliseconds(50);
+  Status s = write();
+  while (s.code() == StatusCode::kUnavailable && !stop_ && Clock::now() < give_up) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+    s = write();
+  }
+  if (!s.ok()) {
+    telemetry::Log(telemetry::LogLevel::kWarn, {}, job_id, std::string("cannot store the job's ") + what,
+                   {{"error", s.ToString()}});
+  }
+  return s;
+}
+
 void JobDispatcher::Start() {
   for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { ClaimLoop(); });
   threads_.emplace_back([this] { ReaperLoop(); });
@@ -128,7 +147,7 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   v1::StoredJob stored;
   if (!stored.ParseFromString(job.record.payload)) {
     telemetry::Log(telemetry::LogLevel::kError, {}, id, "the stored request cannot be read");
-    (void)store_.Fail(id, handle, "the stored request cannot be read");
+    (void)Persist("failure", id, [&] { return store_.Fail(id, handle, "the stored request cannot be read"); });
     return;
   }
   const int attempt = job.record.attempts + 1;
@@ -166,8 +185,9 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   };
   auto finish_cancelled = [&] {
     telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job cancelled");
-    (void)store_.AppendEvent(id, Failure(id, CancelledError("cancelled")).SerializeAsString());
-    (void)store_.ConfirmCancelled(id, handle);
+    const jobs::Outcome outcome{jobs::JobState::kCancelled, "", "cancelled while running",
+                                Failure(id, CancelledError("cancelled")).SerializeAsString()};
+    (void)Persist("cancellation", id, [&] { return store_.Finish(id, handle, outcome); });
   };
 
   // Wait for an executor with room for this model.
@@ -181,8 +201,10 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     if (cancel_requested()) return finish_cancelled();
     if (job.record.deadline_unix_ms > 0 && NowMs() >= job.record.deadline_unix_ms) {
       telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "deadline passed waiting for an executor");
-      (void)store_.AppendEvent(id, Failure(id, Status(StatusCode::kDeadlineExceeded, "deadline passed waiting for an executor")).SerializeAsString());
-      (void)store_.Fail(id, handle, "deadline passed waiting for an executor");
+      const std::string why = "deadline passed waiting for an executor";
+      const jobs::Outcome outcome{jobs::JobState::kFailed, "", why,
+                                  Failure(id, Status(StatusCode::kDeadlineExceeded, why)).SerializeAsString()};
+      (void)Persist("failure", id, [&] { return store_.Finish(id, handle, outcome); });
       return;
     }
     const auto snapshot = pool_.Snapshot();
@@ -283,8 +305,10 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     v1::JobEvent out;
     out.set_job_id(id);
     *out.mutable_completed() = completed;
-    (void)store_.AppendEvent(id, out.SerializeAsString());
-    (void)store_.Complete(id, handle, completed.SerializeAsString());
+    // The completed event and the result in one step: a watcher never sees an end that was not
+    // stored (a scheduler killed between the two left one, and the job then ran again).
+    const jobs::Outcome outcome{jobs::JobState::kSucceeded, completed.SerializeAsString(), "", out.SerializeAsString()};
+    (void)Persist("result", id, [&] { return store_.Finish(id, handle, outcome); });
     telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job succeeded",
                    {{"executor", executor_name}, {"steps", std::to_string(steps_received)},
                     {"running_seconds", std::to_string(completed.timings().running_seconds())}});
@@ -297,14 +321,14 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     pool_.MarkUnhealthy(address);
     telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "the executor failed the job; requeued",
                    {{"executor", executor_name}, {"error", s.error_message()}, {"attempt", std::to_string(attempt)}});
-    (void)store_.Requeue(handle);
+    (void)Persist("requeue", id, [&] { return store_.Requeue(handle).status(); });
     return;
   }
   const Status status = services::FromGrpcStatus(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the executor ended without a result") : s);
   telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "job failed",
                  {{"executor", executor_name}, {"error", status.ToString()}});
-  (void)store_.AppendEvent(id, Failure(id, status).SerializeAsString());
-  (void)store_.Fail(id, handle, status.ToString());
+  const jobs::Outcome outcome{jobs::JobState::kFailed, "", status.ToString(), Failure(id, status).SerializeAsString()};
+  (void)Persist("failure", id, [&] { return store_.Finish(id, handle, outcome); });
 }
 
 }  // namespace unmask::scheduler

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,9 @@ struct DispatcherOptions {
   std::int64_t reaper_interval_ms = 2000;
   std::int64_t reaper_min_idle_ms = 10000;  // a delivery idle this long belongs to a dead scheduler
   int max_attempts = 3;
+  // How long a job's outcome (complete, fail, requeue) is retried while the job store is
+  // unreachable (a Redis restart); after that the delivery stays pending for a reaper.
+  std::int64_t store_retry_ms = 30000;
 };
 
 class JobDispatcher {
@@ -53,6 +57,9 @@ class JobDispatcher {
   void ReaperLoop();
   void RunJob(const jobs::ClaimedJob& job);
   void UpdateQueueDepth();
+  // Runs `write` until it is not Unavailable, the dispatcher stops or store_retry_ms passes;
+  // returns its last status (logged unless OK).
+  Status Persist(const char* what, const std::string& job_id, const std::function<Status()>& write);
 
   jobs::JobStore& store_;
   ExecutorPool& pool_;

@@ -62,11 +62,13 @@ Stack::~Stack() {
   redis_.reset();
 }
 
-void Stack::StartRedis(bool append_only) {
+void Stack::StartRedis(bool append_only, const std::vector<std::string>& extra) {
   redis_port_ = FreePort();
   std::vector<std::string> argv = {REDIS_SERVER_BIN, "--port", std::to_string(redis_port_), "--bind", "127.0.0.1",
                                    "--save", "", "--dir", root_.path()};
   argv.insert(argv.end(), {"--appendonly", append_only ? "yes" : "no"});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  redis_argv_ = argv;
   redis_ = std::make_unique<Process>(argv);
   if (redis_->WaitForLine("Ready to accept connections", kStartTimeout).empty())
     throw std::runtime_error("redis-server did not start:\n" + redis_->output());
@@ -84,7 +86,8 @@ int Stack::StartExecutor(const std::vector<std::string>& extra) {
                                    "--model", model_name_, "--precision", "fp32", "--load-precision", "bf16",
                                    "--executor-id", "executor-" + std::to_string(executors_.size()),
                                    "--drain-timeout-seconds", "2"};
-  executors_.push_back(std::make_unique<Process>(WithExtra(argv, extra)));
+  executor_argv_.push_back(WithExtra(argv, extra));
+  executors_.push_back(std::make_unique<Process>(executor_argv_.back()));
   executor_ports_.push_back(MustPort(*executors_.back(), "unmask-executor: serving", "unmask-executor"));
   executor_metrics_ports_.push_back(MetricsPort(*executors_.back()));
   return static_cast<int>(executors_.size()) - 1;
@@ -98,7 +101,8 @@ int Stack::StartScheduler(const std::vector<std::string>& extra) {
   for (std::size_t i = 0; i < executor_ports_.size(); ++i) addresses += (i ? "," : "") + executor_address(static_cast<int>(i));
   if (!addresses.empty()) argv.insert(argv.end(), {"--executors", addresses});
   if (redis_port_ > 0) argv.insert(argv.end(), {"--redis", redis_address()});
-  schedulers_.push_back(std::make_unique<Process>(WithExtra(argv, extra)));
+  scheduler_argv_.push_back(WithExtra(argv, extra));
+  schedulers_.push_back(std::make_unique<Process>(scheduler_argv_.back()));
   scheduler_ports_.push_back(MustPort(*schedulers_.back(), "listening on port", "unmask-scheduler"));
   scheduler_metrics_ports_.push_back(MetricsPort(*schedulers_.back()));
   return static_cast<int>(schedulers_.size()) - 1;

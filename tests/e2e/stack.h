@@ -30,7 +30,8 @@ class Stack {
 
   // Every service gets `--metrics-listen 127.0.0.1:0` unless `extra` names --metrics-listen;
   // the port it bound is *_metrics_port() (0 when it serves no metrics).
-  void StartRedis(bool append_only = false);
+  // `extra` goes to redis-server as is (e.g. {"--appendfsync", "always"}).
+  void StartRedis(bool append_only = false, const std::vector<std::string>& extra = {});
   void StartLoader(const std::vector<std::string>& extra = {});
   // Returns the executor's index; its address is executor_address(i).
   int StartExecutor(const std::vector<std::string>& extra = {});
@@ -49,6 +50,17 @@ class Stack {
   int scheduler_metrics_port(int i) const { return scheduler_metrics_ports_[i]; }
   const std::string& model_root() const { return root_.path(); }
 
+  // Chaos (stack_restart.cc): Kill* sends SIGKILL, waits for the exit and keeps the dead
+  // process's output in retired(); Revive* starts the same command again on the same port (the
+  // Redis one on the same AOF directory), so that peers configured with the address find it.
+  void KillRedis();
+  void ReviveRedis();
+  void KillExecutor(int i);
+  void ReviveExecutor(int i);
+  void KillScheduler(int i);
+  void ReviveScheduler(int i);
+  const std::vector<std::unique_ptr<Process>>& retired() const { return retired_; }
+
   // Runs `unmask <args>` against scheduler i.
   CliResult Cli(int scheduler, const std::string& args) const;
 
@@ -59,6 +71,10 @@ class Stack {
   std::vector<std::unique_ptr<Process>> executors_, schedulers_;
   int redis_port_ = 0, loader_port_ = 0, loader_metrics_port_ = 0;
   std::vector<int> executor_ports_, scheduler_ports_, executor_metrics_ports_, scheduler_metrics_ports_;
+  // The commands that started each process (with --listen port 0), for Revive*.
+  std::vector<std::string> redis_argv_;
+  std::vector<std::vector<std::string>> executor_argv_, scheduler_argv_;
+  std::vector<std::unique_ptr<Process>> retired_;
 };
 
 }  // namespace unmask::testing

@@ -118,6 +118,67 @@ TYPED_TEST(JobEventsTest, FinishedJobsAreKeptForTheResultTtlThenRemoved) {
   EXPECT_NE(again->job_id, id);
 }
 
+// Finish stores the outcome and ends the log with its event in one step, and only for the
+// current delivery. The chaos test found a job whose log held two completed events: its first
+// scheduler appended one, was killed before it stored the result, and the job ran again.
+TYPED_TEST(JobEventsTest, FinishEndsTheLogWithItsEventOnlyWhenTheOutcomeIsStored) {
+  const std::string id = this->MustSubmit(this->NewJob());
+  ClaimedJob lost = this->MustClaim();
+  ASSERT_TRUE(this->store().AppendEvent(id, "started-1").ok());
+  auto reclaimed = this->replica().ReclaimStale("reaper", 0, 3);  // its scheduler died
+  ASSERT_TRUE(reclaimed.ok()) << reclaimed.status().ToString();
+  ASSERT_EQ(reclaimed->requeued, std::vector<std::string>{id});
+
+  const Outcome late{JobState::kSucceeded, "result-1", "", "completed-1"};
+  EXPECT_EQ(this->store().Finish(id, lost.handle, late).code(), StatusCode::kFailedPrecondition);
+  auto events = this->store().ReadEvents(id, 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  EXPECT_EQ(events->events, std::vector<std::string>{"started-1"});
+  EXPECT_FALSE(events->finished);
+
+  ClaimedJob again = this->MustClaim("consumer-b");
+  ASSERT_TRUE(this->store().AppendEvent(id, "started-2").ok());
+  const Outcome stored{JobState::kSucceeded, "result-2", "", "completed-2"};
+  ASSERT_TRUE(this->store().Finish(id, again.handle, stored).ok());
+  EXPECT_EQ(this->store().Finish(id, again.handle, stored).code(), StatusCode::kFailedPrecondition);
+  events = this->replica().ReadEvents(id, 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  EXPECT_EQ(events->events, (std::vector<std::string>{"started-1", "started-2", "completed-2"}));
+  EXPECT_TRUE(events->finished);
+  auto job = this->store().Get(id);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->state, JobState::kSucceeded);
+  EXPECT_EQ(job->result, "result-2");
+  EXPECT_EQ(job->attempts, 1);
+}
+
+TYPED_TEST(JobEventsTest, FinishTakesFailuresAndCancellationsButNoOtherState) {
+  const std::string failed = this->MustSubmit(this->NewJob());
+  const std::string cancelled = this->MustSubmit(this->NewJob());
+  ClaimedJob first = this->MustClaim();
+  ClaimedJob second = this->MustClaim();
+  EXPECT_EQ(this->store().Finish(failed, first.handle, Outcome{JobState::kQueued, "", "", ""}).code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(this->store().Finish(failed, first.handle, Outcome{JobState::kFailed, "", "", "failed-event"}).ok());
+  ASSERT_TRUE(this->store().Finish(cancelled, second.handle, Outcome{JobState::kCancelled, "", "", ""}).ok());
+  auto f = this->store().Get(failed);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->state, JobState::kFailed);
+  EXPECT_EQ(f->error, "failed");
+  auto c = this->store().Get(cancelled);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->state, JobState::kCancelled);
+  EXPECT_EQ(c->error, "cancelled while running");
+  auto events = this->store().ReadEvents(failed, 0, 0);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->events, std::vector<std::string>{"failed-event"});
+  EXPECT_TRUE(events->finished);
+  events = this->store().ReadEvents(cancelled, 0, 0);
+  ASSERT_TRUE(events.ok());
+  EXPECT_TRUE(events->events.empty());
+  EXPECT_TRUE(events->finished);
+}
+
 TYPED_TEST(JobEventsTest, QueuedAndRunningJobsNeverExpire) {
   constexpr std::int64_t kShortTtlMs = 50;
   this->store_ = this->backend_.Make(this->Options(kShortTtlMs));

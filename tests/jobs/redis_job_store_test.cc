@@ -3,6 +3,9 @@
 // of the server with AOF, and an unreachable server.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tests/jobs/job_store_fixture.h"
 
 namespace unmask::jobs::testing {
@@ -185,6 +188,50 @@ TEST(RedisRestartTest, QueuedJobSurvivesARestartWithAppendOnlyFile) {
   ASSERT_TRUE(claimed->has_value());
   EXPECT_EQ((*claimed)->record.job_id, submitted->job_id);
   EXPECT_TRUE((*store)->Complete(submitted->job_id, (*claimed)->handle, "done").ok());
+}
+
+// While a restarted Redis reads its AOF it refuses commands with LOADING. That is Unavailable
+// (try again), not a corrupt record: the chaos test saw a client's Watch give up with DATA_LOSS
+// ("stored record is not a hash") on a job that went on to succeed.
+TEST(RedisRestartTest, AServerStillLoadingItsAofIsUnavailableNotDataLoss) {
+  RedisServerOptions server_options;
+  server_options.append_only = true;
+  // 50 us per key while loading, and clients served meanwhile: the 30,000 filler keys below
+  // keep it loading for about 1.5 s.
+  server_options.extra_args = {"--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"};
+  auto server = RedisServer::Start(server_options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  RedisJobStoreOptions options;
+  options.endpoint.port = (*server)->port();
+  auto store = RedisJobStore::Connect(options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  JobRecord job;
+  job.model = "m";
+  auto submitted = (*store)->Submit(job);
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  for (int i = 0; i < 30; ++i) {
+    auto filled = (*store)->client().Command(
+        {"EVAL", "for i = 1, 1000 do redis.call('SET', 'filler:' .. ARGV[1] .. ':' .. i, 'x') end", "0",
+         std::to_string(i)});
+    ASSERT_TRUE(filled.ok()) << filled.status().ToString();
+  }
+
+  (*server)->Kill();
+  ASSERT_TRUE((*server)->Restart(/*wait_until_loaded=*/false).ok());
+  const std::string& id = submitted->job_id;
+  auto during = (*store)->Get(id);
+  EXPECT_EQ(during.status().code(), StatusCode::kUnavailable) << during.status().ToString();
+  EXPECT_NE(during.status().message().find("LOADING"), std::string::npos) << during.status().message();
+  EXPECT_EQ((*store)->CancelRequested(id).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ((*store)->Position(id).status().code(), StatusCode::kUnavailable);
+
+  StatusOr<JobRecord> after = during;
+  for (int i = 0; i < 200 && !after.ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling for the end of loading
+    after = (*store)->Get(id);
+  }
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->state, JobState::kQueued);
 }
 
 // A server without persistence comes back empty: the consumer groups are gone too, and the

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/util/status.h"
 
@@ -20,6 +21,8 @@ struct RedisServerOptions {
   std::string appendfsync =
       "always";     // "always": a SIGKILL loses nothing; "everysec": Redis's default
   std::string dir;  // working directory (AOF files); a fresh temp dir when empty
+  // Passed to redis-server as they are, e.g. {"--key-load-delay", "50"} to make loading slow.
+  std::vector<std::string> extra_args;
 };
 
 class RedisServer {
@@ -31,13 +34,15 @@ class RedisServer {
   const std::string& dir() const { return dir_; }
   // SIGKILL, as if the machine lost power (only what AOF wrote survives).
   void Kill();
-  // Starts it again on the same port and directory.
-  Status Restart();
+  // Starts it again on the same port and directory; returns once it answers PING, or, with
+  // wait_until_loaded false, once it answers at all (PING refused with LOADING while it still
+  // reads its AOF counts).
+  Status Restart(bool wait_until_loaded = true);
 
  private:
   RedisServer(RedisServerOptions options, std::string dir, int port)
       : options_(std::move(options)), dir_(std::move(dir)), port_(port) {}
-  Status Launch();
+  Status Launch(bool wait_until_loaded = true);
 
   RedisServerOptions options_;
   std::string dir_;
