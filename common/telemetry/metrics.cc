@@ -39,9 +39,10 @@ const Buckets kModelLoadBuckets{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
 
 }  // namespace
 
-// unmask_trace_spans_dropped_total{reason}, computed from the exporter at each scrape (the
-// exporter keeps the counts; copying them into a prometheus Counter would need a timer).
-class ServiceMetrics::DroppedSpans : public prometheus::Collectable {
+// The exporter's counts, read at each scrape (the exporter keeps them; copying them into
+// prometheus Counters would need a timer): unmask_trace_spans_dropped_total{reason},
+// unmask_trace_spans_exported_total and unmask_trace_export_queue_spans.
+class ServiceMetrics::ExporterCounts : public prometheus::Collectable {
  public:
   void Watch(std::shared_ptr<const OtlpExporter> exporter) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,25 +51,39 @@ class ServiceMetrics::DroppedSpans : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     double queue_full = 0;
     double export_failed = 0;
+    double exported = 0;
+    double queued = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (exporter_) {
         queue_full = static_cast<double>(exporter_->dropped());
         export_failed = static_cast<double>(exporter_->failed_spans());
+        exported = static_cast<double>(exporter_->exported_spans());
+        queued = static_cast<double>(exporter_->queue_size());
       }
     }
-    prometheus::MetricFamily family;
-    family.name = "unmask_trace_spans_dropped_total";
-    family.help = "Finished spans that never reached the OTLP receiver, by reason";
-    family.type = prometheus::MetricType::Counter;
+    prometheus::MetricFamily dropped;
+    dropped.name = "unmask_trace_spans_dropped_total";
+    dropped.help = "Finished spans that never reached the OTLP receiver, by reason";
+    dropped.type = prometheus::MetricType::Counter;
     for (auto [reason, value] : {std::pair<const char*, double>{"queue_full", queue_full},
                                  std::pair<const char*, double>{"export_failed", export_failed}}) {
       prometheus::ClientMetric m;
       m.label.push_back({"reason", reason});
       m.counter.value = value;
-      family.metric.push_back(std::move(m));
+      dropped.metric.push_back(std::move(m));
     }
-    return {family};
+    prometheus::MetricFamily sent;
+    sent.name = "unmask_trace_spans_exported_total";
+    sent.help = "Finished spans the OTLP receiver accepted";
+    sent.type = prometheus::MetricType::Counter;
+    sent.metric.emplace_back().counter.value = exported;
+    prometheus::MetricFamily queue;
+    queue.name = "unmask_trace_export_queue_spans";
+    queue.help = "Finished spans waiting in the exporter's queue (bounded by --trace-queue-spans)";
+    queue.type = prometheus::MetricType::Gauge;
+    queue.metric.emplace_back().gauge.value = queued;
+    return {dropped, sent, queue};
   }
 
  private:
@@ -77,7 +92,7 @@ class ServiceMetrics::DroppedSpans : public prometheus::Collectable {
 };
 
 ServiceMetrics::ServiceMetrics()
-    : registry_(std::make_shared<prometheus::Registry>()), dropped_spans_(std::make_shared<DroppedSpans>()) {
+    : registry_(std::make_shared<prometheus::Registry>()), exporter_counts_(std::make_shared<ExporterCounts>()) {
   auto& r = *registry_;
   requests_ = &prometheus::BuildCounter()
                    .Name("unmask_requests_total")
@@ -165,11 +180,11 @@ void ServiceMetrics::SetModelLoadProgress(std::string_view model, double ratio) 
 void ServiceMetrics::ObserveModelLoad(double seconds) { model_load_->Observe(seconds); }
 
 void ServiceMetrics::WatchExporter(std::shared_ptr<const OtlpExporter> exporter) {
-  dropped_spans_->Watch(std::move(exporter));
+  exporter_counts_->Watch(std::move(exporter));
 }
 
 std::vector<std::weak_ptr<prometheus::Collectable>> ServiceMetrics::collectables() const {
-  return {registry_, dropped_spans_};
+  return {registry_, exporter_counts_};
 }
 
 namespace {

@@ -17,8 +17,10 @@
 //   unmask_clamps_total{field}                    counter   request fields clamped to limits
 //   unmask_model_load_progress_ratio{model}       gauge     0..1 while loading, 1 when loaded
 //   unmask_model_load_seconds                     histogram
-//   unmask_trace_spans_dropped_total{reason}      counter   queue_full | export_failed, read
-//                                                           from the OTLP exporter at scrape time
+//   unmask_trace_spans_dropped_total{reason}      counter   queue_full | export_failed
+//   unmask_trace_spans_exported_total             counter   spans the OTLP receiver accepted
+//   unmask_trace_export_queue_spans               gauge     spans waiting in the exporter
+//   (the last three read from the OTLP exporter at scrape time)
 #pragma once
 
 #include <grpcpp/support/status.h>
@@ -69,7 +71,8 @@ class ServiceMetrics {
   void SetModelLoadProgress(std::string_view model, double ratio);
   void ObserveModelLoad(double seconds);
 
-  // unmask_trace_spans_dropped_total reads this exporter's counters at every scrape (null: 0).
+  // unmask_trace_spans_{dropped,exported}_total and unmask_trace_export_queue_spans read this
+  // exporter's counters at every scrape (null: 0).
   void WatchExporter(std::shared_ptr<const OtlpExporter> exporter);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
@@ -77,10 +80,10 @@ class ServiceMetrics {
   std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
 
  private:
-  class DroppedSpans;
+  class ExporterCounts;
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::shared_ptr<DroppedSpans> dropped_spans_;
+  std::shared_ptr<ExporterCounts> exporter_counts_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* request_duration_;
   prometheus::Family<prometheus::Counter>* clamps_;

@@ -28,6 +28,22 @@ inline void AddTelemetryOptions(CLI::App& app, TelemetryOptions* options) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0))
       ->group("Telemetry");
+  app.add_option("--trace-queue-spans", options->trace_queue_spans,
+                 "finished spans the exporter holds while waiting to send; past it spans are dropped and "
+                 "counted in unmask_trace_spans_dropped_total")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group("Telemetry");
+  app.add_option("--trace-batch-spans", options->trace_batch_spans,
+                 "spans per OTLP export request; a full batch is sent at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group("Telemetry");
+  app.add_option("--trace-flush-interval-ms", options->trace_flush_interval_ms,
+                 "send what is queued at least this often, full batch or not")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 60000))
+      ->group("Telemetry");
   app.add_option("--metrics-listen", options->metrics_listen,
                  "host:port for the Prometheus /metrics endpoint (port 0 picks one); empty turns it off")
       ->capture_default_str()

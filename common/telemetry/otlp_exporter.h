@@ -25,7 +25,9 @@ namespace unmask::telemetry {
 
 struct OtlpExporterOptions {
   std::string endpoint;                            // "host:port" of the OTLP/gRPC receiver
-  std::size_t max_queue_spans = 2048;              // spans waiting; more are dropped
+  // Spans waiting; more are dropped (and counted). 8192 holds the spans of ~900 jobs ending at
+  // once (9 spans a job); bench_tracing measures the loss (docs/benchmarks.md "tracing").
+  std::size_t max_queue_spans = 8192;
   std::size_t max_queue_bytes = 64 << 20;          // memory the waiting spans may hold (approx.)
   std::size_t max_batch_spans = 512;               // spans per batch
   // A batch whose request would be larger is split: receivers refuse messages over 4 MiB by

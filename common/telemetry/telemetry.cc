@@ -19,6 +19,15 @@ Status ValidateTelemetryOptions(const TelemetryOptions& o) {
   if (!(o.trace_sample_ratio >= 0.0 && o.trace_sample_ratio <= 1.0)) {
     return InvalidArgumentError("--trace-sample-ratio: must be in [0, 1], got " + std::to_string(o.trace_sample_ratio));
   }
+  if (o.trace_queue_spans < 1) return InvalidArgumentError("--trace-queue-spans: must be >= 1, got 0");
+  if (o.trace_batch_spans < 1 || o.trace_batch_spans > o.trace_queue_spans) {
+    return InvalidArgumentError("--trace-batch-spans: must be in [1, --trace-queue-spans=" +
+                                std::to_string(o.trace_queue_spans) + "], got " + std::to_string(o.trace_batch_spans));
+  }
+  if (o.trace_flush_interval_ms < 1 || o.trace_flush_interval_ms > 60'000) {
+    return InvalidArgumentError("--trace-flush-interval-ms: must be in [1, 60000], got " +
+                                std::to_string(o.trace_flush_interval_ms));
+  }
   if (o.service_name.empty()) return InvalidArgumentError("--service-name: must not be empty");
   if (!o.otlp_endpoint.empty()) {
     if (o.otlp_endpoint.rfind("https://", 0) == 0) {
@@ -45,6 +54,9 @@ StatusOr<std::unique_ptr<Telemetry>> Telemetry::Start(const TelemetryOptions& op
   if (!options.otlp_endpoint.empty()) {
     OtlpExporterOptions eo;
     eo.endpoint = NormalizeOtlpEndpoint(options.otlp_endpoint);
+    eo.max_queue_spans = options.trace_queue_spans;
+    eo.max_batch_spans = options.trace_batch_spans;
+    eo.flush_interval = std::chrono::milliseconds(options.trace_flush_interval_ms);
     t->exporter_ = std::make_shared<OtlpExporter>(eo);
     t->metrics_->WatchExporter(t->exporter_);
   }
@@ -52,6 +64,8 @@ StatusOr<std::unique_ptr<Telemetry>> Telemetry::Start(const TelemetryOptions& op
   Log(LogLevel::kInfo, {}, {}, "telemetry",
       {{"tracing", t->exporter_ ? std::string_view(t->exporter_->options().endpoint) : std::string_view("off")},
        {"sample_ratio", std::to_string(options.trace_sample_ratio)},
+       {"queue_spans", std::to_string(options.trace_queue_spans)},
+       {"batch_spans", std::to_string(options.trace_batch_spans)},
        {"metrics_port", t->exposer_ ? std::to_string(t->exposer_->port()) : std::string("off")}});
   return t;
 }

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -24,6 +26,11 @@ struct TelemetryOptions {
   std::string service_name = "unmask";
   double trace_sample_ratio = 1.0;  // of new traces; see Tracer for children
   std::string metrics_listen;       // "host:port"; empty: no metrics endpoint
+  // The exporter's queue and batches (OtlpExporterOptions; the defaults keep a 100 jobs/s
+  // stack under 1% loss, see docs/benchmarks.md "tracing").
+  std::size_t trace_queue_spans = OtlpExporterOptions().max_queue_spans;
+  std::size_t trace_batch_spans = OtlpExporterOptions().max_batch_spans;
+  std::int64_t trace_flush_interval_ms = OtlpExporterOptions().flush_interval.count();
 };
 
 // Checks the options; the error names the flag.

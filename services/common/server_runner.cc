@@ -24,6 +24,7 @@ Status ServerRunner::Start(const std::string& address) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   for (auto* s : services_) builder.RegisterService(s);
+  if (max_receive_message_bytes_ > 0) builder.SetMaxReceiveMessageSize(max_receive_message_bytes_);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) return UnavailableError(service_name_ + ": cannot listen on " + address);
   SetServing(false);

@@ -25,6 +25,9 @@ class ServerRunner {
   explicit ServerRunner(std::string service_name) : service_name_(std::move(service_name)) {}
 
   void AddService(grpc::Service* service) { services_.push_back(service); }
+  // Larger request messages are refused by gRPC with RESOURCE_EXHAUSTED ("received message
+  // larger than max (N vs. limit)"); 0 keeps gRPC's default (4 MiB). Call before Start.
+  void SetMaxReceiveMessageBytes(int bytes) { max_receive_message_bytes_ = bytes; }
   // Starts listening on `address` ("host:port"; port 0 picks a free one). Health reports
   // NOT_SERVING until SetServing(true).
   Status Start(const std::string& address);
@@ -42,6 +45,7 @@ class ServerRunner {
   std::vector<grpc::Service*> services_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  int max_receive_message_bytes_ = 0;
 };
 
 }  // namespace unmask::services

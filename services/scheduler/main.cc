@@ -61,6 +61,24 @@ int main(int argc, char** argv) {
   app.add_option("--model-root", model_roots, "Directory of model directories (for tokenizer.json and config.json)");
   app.add_option("--api-keys-file", api_keys_file, "API keys, one SHA-256 per line with an optional name and limits (`unmask keys hash`); unset = no authentication");
   app.add_option("--max-queue", options.max_queue, "Queued jobs at most (then RESOURCE_EXHAUSTED)")->capture_default_str();
+  // Request limits (services/scheduler/request_limits.h); each refusal names its flag.
+  int grpc_max_receive_bytes = 4 << 20;
+  app.add_option("--grpc-max-receive-bytes", grpc_max_receive_bytes, "Larger gRPC request messages get RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 1 << 30));
+  app.add_option("--max-prompt-bytes", options.limits.max_prompt_bytes, "Prompt text (or chat contents together) at most, bytes")
+      ->capture_default_str();
+  app.add_option("--max-chat-messages", options.limits.max_chat_messages, "Chat messages per request at most")
+      ->capture_default_str();
+  app.add_option("--max-prompt-tokens", options.limits.max_prompt_tokens, "Prompt tokens (given or encoded) at most; 0 = the model's length")
+      ->capture_default_str();
+  app.add_option("--max-queued-jobs-per-client", options.limits.max_queued_jobs_per_client,
+                 "Jobs queued or running per client address for callers without an API key; 0 = no limit")
+      ->capture_default_str();
+  app.add_option("--default-deadline-seconds", options.default_deadline_seconds,
+                 "Deadline of jobs whose request sets none; 0 = none")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 7 * 24 * 3600.0));
   app.add_option("--default-gen-length", options.default_gen_length)->capture_default_str();
   app.add_option("--default-block-length", options.default_block_length)->capture_default_str();
   app.add_option("--dispatch-threads", dispatch.threads, "Jobs this replica runs at once")->capture_default_str();
@@ -88,6 +106,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   dispatch.policy = *policy;
+  if (auto s = scheduler::ValidateRequestLimits(options.limits); !s.ok()) {
+    std::cerr << "unmask-scheduler: " << s.message() << "\n";
+    return 2;
+  }
   if (!api_keys_file.empty()) {
     auto keys = auth::ApiKeys::Load(api_keys_file);
     if (!keys.ok()) {
@@ -145,6 +167,7 @@ int main(int argc, char** argv) {
   scheduler::SchedulerGrpcService service(core, tm.tracer(), &tm.metrics());
   services::ServerRunner runner("Scheduler");
   runner.AddService(&service);
+  runner.SetMaxReceiveMessageBytes(grpc_max_receive_bytes);
   if (auto s = runner.Start(listen); !s.ok()) {
     std::cerr << "unmask-scheduler: " << s.ToString() << std::endl;
     return 1;

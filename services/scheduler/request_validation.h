@@ -13,7 +13,7 @@ constexpr int kMaxPriority = 10;
 constexpr std::int64_t kMaxGenLength = 16384;
 constexpr std::int64_t kMaxAttentionQueryChunk = 1 << 20;
 constexpr double kMaxDeadlineSeconds = 7 * 24 * 3600.0;
-constexpr std::size_t kMaxPromptBytes = 1 << 20;
+constexpr std::size_t kMaxPromptBytes = 1 << 20;  // the ceiling of --max-prompt-bytes (RequestLimits)
 constexpr std::size_t kMaxIdempotencyKey = 128;
 
 Status ValidateGenerateRequest(const v1::GenerateRequest& request);

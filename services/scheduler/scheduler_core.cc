@@ -37,7 +37,7 @@ std::int64_t NowMs() {
 SchedulerCore::SchedulerCore(jobs::JobStore& store, Snapshots executors, ModelCatalog& catalog, Clamper clamp,
                              SchedulerOptions options)
     : store_(store), executors_(std::move(executors)), catalog_(catalog), clamp_(std::move(clamp)),
-      options_(std::move(options)) {}
+      options_(std::move(options)), client_jobs_(options_.limits.max_queued_jobs_per_client) {}
 
 StatusOr<const auth::ApiKey*> SchedulerCore::Authenticate(const std::string& authorization) {
   if (!options_.api_keys) return static_cast<const auth::ApiKey*>(nullptr);
@@ -119,11 +119,13 @@ StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std
 }
 
 StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r, const std::string& traceparent,
-                                                   const auth::ApiKey* caller) {
+                                                   const auth::ApiKey* caller, const CallInfo& call) {
   UNMASK_RETURN_IF_ERROR(ValidateGenerateRequest(r));
+  UNMASK_RETURN_IF_ERROR(CheckPromptLimits(r, options_.limits));
   const auto executors = executors_();
   UNMASK_ASSIGN_OR_RETURN(auto config, catalog_.Config(r.model(), executors));
   UNMASK_ASSIGN_OR_RETURN(auto prompt, EncodePrompt(r, config));
+  UNMASK_RETURN_IF_ERROR(CheckPromptTokens(prompt.size(), options_.limits));
 
   // Defaults first (what the official generate() would be called with), then the clamp.
   ClampInput in{config, {}, r.params().sampler().empty() ? "reference" : r.params().sampler(),
@@ -144,19 +146,26 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   ClampOutput& out = placed.clamped;
   UNMASK_RETURN_IF_ERROR(sampler::ValidateParams(out.params, config, in.prompt_length).WithContext("params"));
 
-  // The caller's own job limit before the shared queue's: a key at its limit learns that first.
+  // The caller's own job limit before the shared queue's: a key (or an anonymous client) at its
+  // limit learns that first.
+  const auto finished = [this](const std::string& job_id) {
+    auto record = store_.Get(job_id);
+    // A job the store no longer knows is over; one it cannot tell about right now still counts.
+    if (!record.ok()) return record.status().code() == StatusCode::kNotFound;
+    return jobs::IsTerminal(record->state);
+  };
   auth::JobReservation slot;
+  ClientJobLimit::Slot client_slot;
   if (caller != nullptr && options_.api_keys) {
-    UNMASK_ASSIGN_OR_RETURN(slot, options_.api_keys->ReserveJob(*caller, [this](const std::string& job_id) {
-      auto record = store_.Get(job_id);
-      // A job the store no longer knows is over; one it cannot tell about right now still counts.
-      if (!record.ok()) return record.status().code() == StatusCode::kNotFound;
-      return jobs::IsTerminal(record->state);
-    }));
+    UNMASK_ASSIGN_OR_RETURN(slot, options_.api_keys->ReserveJob(*caller, finished));
+  } else if (caller == nullptr) {
+    UNMASK_ASSIGN_OR_RETURN(client_slot, client_jobs_.Reserve(call.client, finished));
   }
   UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
   if (depth >= options_.max_queue)
-    return ResourceExhaustedError(std::string(kQueueFull) + " (" + std::to_string(depth) + " jobs); try again later");
+    return ResourceExhaustedError(std::string(kQueueFull) + " (" + std::to_string(depth) +
+                                  " jobs, the scheduler's --max-queue=" + std::to_string(options_.max_queue) +
+                                  "); try again later");
 
   v1::StoredJob stored;
   v1::RunRequest& run = *stored.mutable_run();
@@ -175,11 +184,15 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   record.model = r.model();
   record.payload = stored.SerializeAsString();
   record.priority = r.priority();
-  record.deadline_unix_ms = r.deadline_seconds() > 0 ? NowMs() + static_cast<std::int64_t>(r.deadline_seconds() * 1000) : 0;
+  const double deadline_seconds = r.deadline_seconds() > 0 ? r.deadline_seconds() : options_.default_deadline_seconds;
+  record.deadline_unix_ms = deadline_seconds > 0 ? NowMs() + static_cast<std::int64_t>(deadline_seconds * 1000) : 0;
+  if (call.deadline_unix_ms > 0 && (record.deadline_unix_ms == 0 || call.deadline_unix_ms < record.deadline_unix_ms))
+    record.deadline_unix_ms = call.deadline_unix_ms;
   record.idempotency_key = r.idempotency_key();
   record.traceparent = traceparent;
   UNMASK_ASSIGN_OR_RETURN(jobs::SubmitResult submitted, store_.Submit(record));
   slot.Commit(submitted.job_id);
+  client_slot.Commit(submitted.job_id);
 
   v1::SubmitResponse resp;
   resp.set_job_id(submitted.job_id);

@@ -13,6 +13,7 @@
 #include "common/sampler/generation_params.h"
 #include "services/scheduler/dispatch_policy.h"
 #include "services/scheduler/model_catalog.h"
+#include "services/scheduler/request_limits.h"
 #include "unmask/v1/scheduler.pb.h"
 
 namespace unmask::scheduler {
@@ -40,6 +41,14 @@ struct SchedulerOptions {
   std::int64_t default_block_length = 32;
   std::int64_t max_queue = 1000;
   std::shared_ptr<auth::ApiKeys> api_keys;  // null = no authentication (every caller is anonymous)
+  RequestLimits limits;
+  double default_deadline_seconds = 0;  // for requests that set none; 0 = none
+};
+
+// What the adapter knows about a call besides the request.
+struct CallInfo {
+  std::string client;                  // the caller's address (per-client job limit of anonymous callers)
+  std::int64_t deadline_unix_ms = 0;   // the call's own deadline, when the job should not outlive it; 0 = none
 };
 
 class SchedulerCore {
@@ -55,9 +64,11 @@ class SchedulerCore {
 
   // Validates, encodes, clamps and stores the job, then returns its id and what will run. A
   // `caller` with max_queued_jobs that has that many jobs queued or running is refused with
-  // RESOURCE_EXHAUSTED (auth::IsKeyLimit) before anything is stored.
+  // RESOURCE_EXHAUSTED (auth::IsKeyLimit) before anything is stored; so is an anonymous caller
+  // over --max-queued-jobs-per-client (IsClientJobLimit, counted by call.client). The job's
+  // deadline is the earliest of deadline_seconds (or the default) and call.deadline_unix_ms.
   StatusOr<v1::SubmitResponse> Accept(const v1::GenerateRequest& request, const std::string& traceparent,
-                                      const auth::ApiKey* caller = nullptr);
+                                      const auth::ApiKey* caller = nullptr, const CallInfo& call = {});
 
   // Calls emit for every event of the job: its acceptance first, then the ones already past,
   // then new ones as they come, with queue-position updates while it waits, until the job ends,
@@ -88,6 +99,7 @@ class SchedulerCore {
   ModelCatalog& catalog_;
   Clamper clamp_;
   SchedulerOptions options_;
+  ClientJobLimit client_jobs_;
 };
 
 // Whether `status` is Accept's refusal because --max-queue jobs are waiting. The refusal of a

@@ -11,6 +11,19 @@ std::string Metadata(const grpc::ServerContext* ctx, const std::string& key) {
   return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
+// The peer's address, and (`job_follows_call`: Generate, whose job exists for the caller
+// that is waiting on it) the call's deadline when it has one.
+CallInfo InfoOf(const grpc::ServerContext* ctx, bool job_follows_call) {
+  CallInfo info;
+  info.client = ClientAddress(ctx->peer());
+  const auto deadline = ctx->deadline();
+  if (job_follows_call && deadline != std::chrono::system_clock::time_point::max()) {
+    info.deadline_unix_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline.time_since_epoch()).count();
+  }
+  return info;
+}
+
 }  // namespace
 
 template <typename Fn>
@@ -27,13 +40,13 @@ grpc::Status SchedulerGrpcService::Serve(grpc::ServerContext* ctx, const char* m
 }
 
 StatusOr<v1::SubmitResponse> SchedulerGrpcService::Accept(telemetry::ServerCall& call, const v1::GenerateRequest& r,
-                                                          Caller caller) {
+                                                          Caller caller, const CallInfo& info) {
   telemetry::Span& span = call.span();
   span.SetAttribute("model", r.model());
   span.SetAttribute("priority", r.priority());
   // The job's trace context is this span's (not only the caller's header): the dispatcher and
   // the executor continue from here. With tracing off it is the caller's, passed on unchanged.
-  UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse resp, core_.Accept(r, telemetry::FormatTraceparent(call.context()), caller));
+  UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse resp, core_.Accept(r, telemetry::FormatTraceparent(call.context()), caller, info));
   const v1::Accepted& a = resp.accepted();
   span.SetAttribute("job.id", resp.job_id());
   span.SetAttribute("duplicate", a.duplicate());
@@ -70,7 +83,7 @@ void NoteJobEvent(telemetry::Span& span, const v1::JobEvent& ev) {
 grpc::Status SchedulerGrpcService::Submit(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                           v1::SubmitResponse* resp) {
   return Serve(ctx, "Submit", [&](telemetry::ServerCall& call, Caller caller) -> Status {
-    UNMASK_ASSIGN_OR_RETURN(*resp, Accept(call, *req, caller));
+    UNMASK_ASSIGN_OR_RETURN(*resp, Accept(call, *req, caller, InfoOf(ctx, /*job_follows_call=*/false)));
     return OkStatus();
   });
 }
@@ -78,7 +91,8 @@ grpc::Status SchedulerGrpcService::Submit(grpc::ServerContext* ctx, const v1::Ge
 grpc::Status SchedulerGrpcService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                             grpc::ServerWriter<v1::JobEvent>* writer) {
   return Serve(ctx, "Generate", [&](telemetry::ServerCall& call, Caller caller) -> Status {
-    UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted, Accept(call, *req, caller));
+    UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted,
+                            Accept(call, *req, caller, InfoOf(ctx, /*job_follows_call=*/true)));
     return core_.Watch(
         accepted.job_id(),
         [&](const v1::JobEvent& ev) {

@@ -38,8 +38,9 @@ class SchedulerGrpcService final : public v1::Scheduler::Service {
   grpc::Status Serve(grpc::ServerContext* ctx, const char* method, Fn&& fn);
   // Accepts the request with the call's context as the job's trace context, puts what will run
   // on the span (model, job id, sampler, gen_length / block_length / steps, adjustments) and
-  // counts the clamps.
-  StatusOr<v1::SubmitResponse> Accept(telemetry::ServerCall& call, const v1::GenerateRequest& request, Caller caller);
+  // counts the clamps. `info`: the peer's address, and for Generate the call's deadline.
+  StatusOr<v1::SubmitResponse> Accept(telemetry::ServerCall& call, const v1::GenerateRequest& request, Caller caller,
+                                      const CallInfo& info);
 
   SchedulerCore& core_;
   const telemetry::Tracer& tracer_;

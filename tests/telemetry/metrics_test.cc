@@ -142,6 +142,8 @@ TEST(Metrics, ExposerOnPortZeroServesEveryFamilyWithItsType) {
       {"unmask_model_load_progress_ratio", "gauge"},
       {"unmask_model_load_seconds", "histogram"},
       {"unmask_trace_spans_dropped_total", "counter"},
+      {"unmask_trace_spans_exported_total", "counter"},
+      {"unmask_trace_export_queue_spans", "gauge"},
   };
   for (const auto& [name, type] : want) {
     ASSERT_EQ(e.type.count(name), 1u) << "no # TYPE line for " << name;
@@ -179,6 +181,8 @@ TEST(Metrics, ExposerOnPortZeroServesEveryFamilyWithItsType) {
   EXPECT_EQ(e.Find("unmask_model_load_seconds_count")->value, 1);
   EXPECT_EQ(e.Find("unmask_trace_spans_dropped_total", {{"reason", "queue_full"}})->value, 3);
   ASSERT_NE(e.Find("unmask_trace_spans_dropped_total", {{"reason", "export_failed"}}), nullptr);
+  EXPECT_EQ(e.Find("unmask_trace_spans_exported_total")->value, 0);
+  EXPECT_EQ(e.Find("unmask_trace_export_queue_spans")->value, 2);  // the two that fit, never sent
 
   // Every sample belongs to a family with a TYPE line (histograms through their suffixes).
   for (const auto& s : e.samples) {

@@ -165,6 +165,9 @@ securityContext:
 {{- define "unmask.commonArgs" -}}
 - --otlp-endpoint=$(UNMASK_OTLP_ENDPOINT)
 - --trace-sample-ratio=$(UNMASK_TRACE_SAMPLE_RATIO)
+- --trace-queue-spans=$(UNMASK_TRACE_QUEUE_SPANS)
+- --trace-batch-spans=$(UNMASK_TRACE_BATCH_SPANS)
+- --trace-flush-interval-ms=$(UNMASK_TRACE_FLUSH_INTERVAL_MS)
 - --drain-timeout-seconds=$(UNMASK_DRAIN_TIMEOUT_SECONDS)
 {{- end -}}
 

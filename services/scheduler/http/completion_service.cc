@@ -47,11 +47,12 @@ Status CompletionService::CheckServed(const std::string& model) {
 }
 
 StatusOr<AcceptedCompletion> CompletionService::Accept(const OpenAiRequest& request, const std::string& traceparent,
-                                                       const auth::ApiKey* caller) {
+                                                       const auth::ApiKey* caller,
+                                                       const CallInfo& call) {
   const std::string& model = request.generate.model();
   UNMASK_RETURN_IF_ERROR(CheckServed(model));
   AcceptedCompletion out;
-  UNMASK_ASSIGN_OR_RETURN(out.submitted, core_.Accept(request.generate, traceparent, caller));
+  UNMASK_ASSIGN_OR_RETURN(out.submitted, core_.Accept(request.generate, traceparent, caller, call));
   out.request = request;
   out.identity = MakeIdentity(request.endpoint, out.submitted.job_id(), UnixSeconds(), model);
   auto config = catalog_.Config(model, executors_());

@@ -40,9 +40,10 @@ class CompletionService {
   StatusOr<const auth::ApiKey*> Authenticate(const std::string& authorization) { return core_.Authenticate(authorization); }
 
   // NotFound for a model no executor serves and no model root holds; Unavailable for one that
-  // is known but that no healthy executor serves now; then the core's Accept.
+  // is known but that no healthy executor serves now; then the core's Accept (`call.client`:
+  // the remote address, for --max-queued-jobs-per-client).
   StatusOr<AcceptedCompletion> Accept(const OpenAiRequest& request, const std::string& traceparent,
-                                      const auth::ApiKey* caller = nullptr);
+                                      const auth::ApiKey* caller = nullptr, const CallInfo& call = {});
 
   // Waits for the job and returns the whole response; a failed job returns its status.
   StatusOr<nlohmann::json> Complete(const AcceptedCompletion& accepted);

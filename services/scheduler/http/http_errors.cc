@@ -71,6 +71,9 @@ HttpError ToHttpError(const Status& status) {
       if (auth::IsKeyLimit(status)) {
         e.status = 429;
         e.body = OpenAiErrorBody(m, "rate_limit_error", nullptr, "api_key_limit");
+      } else if (IsClientJobLimit(status)) {
+        e.status = 429;
+        e.body = OpenAiErrorBody(m, "rate_limit_error", nullptr, "client_limit");
       } else if (IsQueueFull(status)) {
         e.status = 429;
         e.body = OpenAiErrorBody(m, "rate_limit_error", nullptr, "queue_full");

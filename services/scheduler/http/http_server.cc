@@ -68,7 +68,9 @@ void OpenAiHttpServer::Route() {
         if (!body.ok()) return SendError(res, body.status());
         auto parsed = ParseOpenAiRequest(endpoint, *body);
         if (!parsed.ok()) return SendError(res, parsed.status());
-        auto accepted = service_.Accept(*parsed, req.get_header_value("traceparent"), *caller);
+        CallInfo call;
+        call.client = req.remote_addr;
+        auto accepted = service_.Accept(*parsed, req.get_header_value("traceparent"), *caller, call);
         if (!accepted.ok()) return SendError(res, accepted.status());
         res.set_header("X-Unmask-Job-Id", accepted->submitted.job_id());
         res.set_header("X-Unmask-Clamped", ClampedHeader(accepted->submitted.accepted()));

@@ -227,6 +227,11 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
     UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "priority", kMinPriority, kMaxPriority));
     out.generate.set_priority(static_cast<int>(n));
   }
+  if (const json* v = Field(body, "deadline_seconds")) {
+    UNMASK_ASSIGN_OR_RETURN(double d, Number(*v, "deadline_seconds", 0, kMaxDeadlineSeconds,
+                                             "must be a number of seconds in [0, 604800] (0 = none)"));
+    out.generate.set_deadline_seconds(d);
+  }
   return OkStatus();
 }
 
