@@ -3,7 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "common/sampler/sampler_registry.h"
+#include "common/sampler/sampler_mode.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler::http {
