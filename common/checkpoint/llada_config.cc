@@ -9,6 +9,15 @@ namespace {
 
 using nlohmann::json;
 
+// Upper bounds on the sizes a config.json may give, far above any LLaDA-style model, so that
+// every product the loader and the memory model compute (parameter counts, tensor byte sizes)
+// fits in 64 bits and a hostile config cannot make them allocate the impossible.
+constexpr std::int64_t kMaxDModel = 1 << 20;  // also bounds n_heads, n_kv_heads
+constexpr std::int64_t kMaxMlpHiddenSize = 1 << 22;
+constexpr std::int64_t kMaxLayers = 4096;
+constexpr std::int64_t kMaxVocab = 1 << 24;  // vocab_size and embedding_size
+constexpr std::int64_t kMaxSequence = 1 << 24;  // max_sequence_length
+
 template <typename T>
 Status ReadField(const json& j, const char* key, T& out, const std::string& source, bool required) {
   auto it = j.find(key);
@@ -79,8 +88,8 @@ StatusOr<LladaConfig> LladaConfig::FromJsonText(const std::string& text, const s
   if (!j.contains("mlp_hidden_size") || j["mlp_hidden_size"].is_null()) {
     std::int64_t ratio = 4;
     UNMASK_RETURN_IF_ERROR(ReadField(j, "mlp_ratio", ratio, source, false));
-    UNMASK_RETURN_IF_ERROR(InRange("d_model", c.d_model, kMaxConfigDModel, source));
-    UNMASK_RETURN_IF_ERROR(InRange("mlp_ratio", ratio, kMaxConfigMlpHiddenSize / c.d_model, source));
+    UNMASK_RETURN_IF_ERROR(InRange("d_model", c.d_model, kMaxDModel, source));
+    UNMASK_RETURN_IF_ERROR(InRange("mlp_ratio", ratio, kMaxMlpHiddenSize / c.d_model, source));
     c.mlp_hidden_size = ratio * c.d_model;
   }
   UNMASK_RETURN_IF_ERROR(ReadField(j, "vocab_size", c.vocab_size, source, true));
@@ -112,14 +121,14 @@ StatusOr<LladaConfig> LladaConfig::FromJsonText(const std::string& text, const s
   UNMASK_RETURN_IF_ERROR(Refuse(j, "activation_type", std::string("silu"), source, "only SiLU-gated MLP"));
   UNMASK_RETURN_IF_ERROR(Refuse(j, "block_group_size", 1, source, "grouped blocks"));
 
-  UNMASK_RETURN_IF_ERROR(InRange("d_model", c.d_model, kMaxConfigDModel, source));
-  UNMASK_RETURN_IF_ERROR(InRange("n_heads", c.n_heads, kMaxConfigDModel, source));
-  UNMASK_RETURN_IF_ERROR(InRange("n_kv_heads", c.n_kv_heads, kMaxConfigDModel, source));
-  UNMASK_RETURN_IF_ERROR(InRange("n_layers", c.n_layers, kMaxConfigLayers, source));
-  UNMASK_RETURN_IF_ERROR(InRange("mlp_hidden_size", c.mlp_hidden_size, kMaxConfigMlpHiddenSize, source));
-  UNMASK_RETURN_IF_ERROR(InRange("vocab_size", c.vocab_size, kMaxConfigVocab, source));
-  UNMASK_RETURN_IF_ERROR(InRange("embedding_size", c.embedding_size, kMaxConfigVocab, source));
-  UNMASK_RETURN_IF_ERROR(InRange("max_sequence_length", c.max_sequence_length, kMaxConfigSequence, source));
+  UNMASK_RETURN_IF_ERROR(InRange("d_model", c.d_model, kMaxDModel, source));
+  UNMASK_RETURN_IF_ERROR(InRange("n_heads", c.n_heads, kMaxDModel, source));
+  UNMASK_RETURN_IF_ERROR(InRange("n_kv_heads", c.n_kv_heads, kMaxDModel, source));
+  UNMASK_RETURN_IF_ERROR(InRange("n_layers", c.n_layers, kMaxLayers, source));
+  UNMASK_RETURN_IF_ERROR(InRange("mlp_hidden_size", c.mlp_hidden_size, kMaxMlpHiddenSize, source));
+  UNMASK_RETURN_IF_ERROR(InRange("vocab_size", c.vocab_size, kMaxVocab, source));
+  UNMASK_RETURN_IF_ERROR(InRange("embedding_size", c.embedding_size, kMaxVocab, source));
+  UNMASK_RETURN_IF_ERROR(InRange("max_sequence_length", c.max_sequence_length, kMaxSequence, source));
   if (c.d_model % c.n_heads != 0)
     return InvalidArgumentError(source + ": 'd_model' (" + std::to_string(c.d_model) + ") is not divisible by 'n_heads' (" + std::to_string(c.n_heads) + ")");
   if (c.n_heads % c.n_kv_heads != 0)

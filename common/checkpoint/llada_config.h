@@ -10,15 +10,6 @@
 
 namespace unmask::checkpoint {
 
-// Upper bounds on the sizes a config.json may give, far above any LLaDA-style model, so that
-// every product the loader and the memory model compute (parameter counts, tensor byte sizes)
-// fits in 64 bits and a hostile config cannot make them allocate the impossible.
-inline constexpr std::int64_t kMaxConfigDModel = 1 << 20;          // also bounds n_heads, n_kv_heads
-inline constexpr std::int64_t kMaxConfigMlpHiddenSize = 1 << 22;
-inline constexpr std::int64_t kMaxConfigLayers = 4096;
-inline constexpr std::int64_t kMaxConfigVocab = 1 << 24;           // vocab_size and embedding_size
-inline constexpr std::int64_t kMaxConfigSequence = 1 << 24;        // max_sequence_length
-
 struct LladaConfig {
   std::int64_t d_model = 4096;
   std::int64_t n_heads = 32;

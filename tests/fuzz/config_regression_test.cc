@@ -46,14 +46,16 @@ TEST(ConfigRegressionTest, UnsupportedFieldWithAHugeNumberIsRefusedByName) {
   EXPECT_THAT(s.message(), HasSubstr("config.json: 'block_group_size' = 1e+20 is not supported (grouped blocks)"));
 }
 
+// The bounds (llada_config.cc): d_model 2^20, mlp_hidden_size 2^22, n_layers 4096, vocab 2^24,
+// max_sequence_length 2^24.
 TEST(ConfigRegressionTest, TheLimitsThemselvesAreAccepted) {
   LladaConfig c;
-  c.d_model = kMaxConfigDModel;
+  c.d_model = 1 << 20;
   c.n_heads = c.n_kv_heads = 8;
-  c.n_layers = kMaxConfigLayers;
-  c.mlp_hidden_size = kMaxConfigMlpHiddenSize;
-  c.vocab_size = c.embedding_size = kMaxConfigVocab;
-  c.max_sequence_length = kMaxConfigSequence;
+  c.n_layers = 4096;
+  c.mlp_hidden_size = 1 << 22;
+  c.vocab_size = c.embedding_size = 1 << 24;
+  c.max_sequence_length = 1 << 24;
   auto parsed = LladaConfig::FromJsonText(c.ToJsonText(), "config.json");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_GT(parsed->parameter_count(), 0);
