@@ -82,6 +82,12 @@ brief() {
   echo "fuzz --brief: ${#TARGETS[@]} targets, no finding"
 }
 
+# Under setsid the kernel's autogroup gives the new session a full CPU share whatever the
+# processes' nice value: give the group the nice value of this process (nice -n 19 then means it).
+lower_autogroup() {
+  [ -w /proc/self/autogroup ] && echo "$(nice)" > /proc/self/autogroup 2>/dev/null || true
+}
+
 long() {
   local t=$1 runs=${2:-10000000} secs=${3:-1800}
   local log="$BUILD_DIR/logs/$t.log" start end rc=0
@@ -108,8 +114,9 @@ long() {
 case ${1:-} in
   build) build ;;
   --brief) brief "${2:-60}" ;;
-  --long) [ -n "${2:-}" ] || { echo "usage: $0 --long TARGET [RUNS [SECONDS]]" >&2; exit 2; }; build >/dev/null; long "$2" "${3:-}" "${4:-}" ;;
+  --long) lower_autogroup; [ -n "${2:-}" ] || { echo "usage: $0 --long TARGET [RUNS [SECONDS]]" >&2; exit 2; }; build >/dev/null; long "$2" "${3:-}" "${4:-}" ;;
   --long-all)
+    lower_autogroup
     build >/dev/null
     status=0
     for t in "${TARGETS[@]}"; do long "$t" "${2:-}" "${3:-}" || status=1; done
