@@ -21,6 +21,8 @@ PACKAGES=(
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3
+  # fuzzing (tools/fuzz.sh): clang; its libFuzzer package is added below, matching its version
+  clang
   # the Python client (clients/python): its runtime; its stubs come from protoc and
   # grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc above)
   python3-grpcio python3-protobuf
@@ -44,6 +46,9 @@ command -v npm >/dev/null || PACKAGES+=(npm)
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${PACKAGES[@]}"
+# libFuzzer of the installed clang's major version (libfuzzer-14-dev with Debian 12's clang 14).
+clang_major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)
+$SUDO apt-get install -y -q --no-install-recommends "libfuzzer-${clang_major}-dev"
 # With the reference BLAS float32 matmul is ~30x slower: make sure the pthread OpenBLAS is the one in use.
 if command -v update-alternatives >/dev/null; then
   for alt in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu; do

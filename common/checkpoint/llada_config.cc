@@ -9,6 +9,15 @@ namespace {
 
 using nlohmann::json;
 
+// Upper bounds on the sizes a config.json may give, far above any LLaDA-style model, so that
+// every product the loader and the memory model compute (parameter counts, tensor byte sizes)
+// fits in 64 bits and a hostile config cannot make them allocate the impossible.
+constexpr std::int64_t kMaxDModel = 1 << 20;  // also bounds n_heads, n_kv_heads
+constexpr std::int64_t kMaxMlpHiddenSize = 1 << 22;
+constexpr std::int64_t kMaxLayers = 4096;
+constexpr std::int64_t kMaxVocab = 1 << 24;  // vocab_size and embedding_size
+constexpr std::int64_t kMaxSequence = 1 << 24;  // max_sequence_length
+
 template <typename T>
 Status ReadField(const json& j, const char* key, T& out, const std::string& source, bool required) {
   auto it = j.find(key);
@@ -38,13 +47,20 @@ Status Refuse(const json& j, const char* key, const T& supported, const std::str
               const char* why) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return OkStatus();
-  bool equal = false;
-  try {
-    equal = it->get<T>() == supported;
-  } catch (const std::exception&) {
-  }
-  if (!equal) {
+  // Compared as JSON values: it->get<T>() of a number out of T's range (a block_group_size of
+  // 1e20 read as int) is undefined behaviour, found by fuzz/config_json_fuzz.cc.
+  if (*it != json(supported)) {
     return UnimplementedError(source + ": '" + key + "' = " + it->dump() + " is not supported (" + why + ")");
+  }
+  return OkStatus();
+}
+
+// A size that must be in [1, max]: "must be positive" below, "exceeds the supported maximum" above.
+Status InRange(const char* name, std::int64_t v, std::int64_t max, const std::string& source) {
+  if (v <= 0) return InvalidArgumentError(source + ": '" + name + "' must be positive, got " + std::to_string(v));
+  if (v > max) {
+    return InvalidArgumentError(source + ": '" + name + "' = " + std::to_string(v) + " exceeds the supported maximum of " +
+                                std::to_string(max));
   }
   return OkStatus();
 }
@@ -72,6 +88,8 @@ StatusOr<LladaConfig> LladaConfig::FromJsonText(const std::string& text, const s
   if (!j.contains("mlp_hidden_size") || j["mlp_hidden_size"].is_null()) {
     std::int64_t ratio = 4;
     UNMASK_RETURN_IF_ERROR(ReadField(j, "mlp_ratio", ratio, source, false));
+    UNMASK_RETURN_IF_ERROR(InRange("d_model", c.d_model, kMaxDModel, source));
+    UNMASK_RETURN_IF_ERROR(InRange("mlp_ratio", ratio, kMaxMlpHiddenSize / c.d_model, source));
     c.mlp_hidden_size = ratio * c.d_model;
   }
   UNMASK_RETURN_IF_ERROR(ReadField(j, "vocab_size", c.vocab_size, source, true));
@@ -103,17 +121,14 @@ StatusOr<LladaConfig> LladaConfig::FromJsonText(const std::string& text, const s
   UNMASK_RETURN_IF_ERROR(Refuse(j, "activation_type", std::string("silu"), source, "only SiLU-gated MLP"));
   UNMASK_RETURN_IF_ERROR(Refuse(j, "block_group_size", 1, source, "grouped blocks"));
 
-  auto positive = [&](const char* name, std::int64_t v) -> Status {
-    if (v <= 0) return InvalidArgumentError(source + ": '" + name + "' must be positive, got " + std::to_string(v));
-    return OkStatus();
-  };
-  UNMASK_RETURN_IF_ERROR(positive("d_model", c.d_model));
-  UNMASK_RETURN_IF_ERROR(positive("n_heads", c.n_heads));
-  UNMASK_RETURN_IF_ERROR(positive("n_kv_heads", c.n_kv_heads));
-  UNMASK_RETURN_IF_ERROR(positive("n_layers", c.n_layers));
-  UNMASK_RETURN_IF_ERROR(positive("mlp_hidden_size", c.mlp_hidden_size));
-  UNMASK_RETURN_IF_ERROR(positive("vocab_size", c.vocab_size));
-  UNMASK_RETURN_IF_ERROR(positive("max_sequence_length", c.max_sequence_length));
+  UNMASK_RETURN_IF_ERROR(InRange("d_model", c.d_model, kMaxDModel, source));
+  UNMASK_RETURN_IF_ERROR(InRange("n_heads", c.n_heads, kMaxDModel, source));
+  UNMASK_RETURN_IF_ERROR(InRange("n_kv_heads", c.n_kv_heads, kMaxDModel, source));
+  UNMASK_RETURN_IF_ERROR(InRange("n_layers", c.n_layers, kMaxLayers, source));
+  UNMASK_RETURN_IF_ERROR(InRange("mlp_hidden_size", c.mlp_hidden_size, kMaxMlpHiddenSize, source));
+  UNMASK_RETURN_IF_ERROR(InRange("vocab_size", c.vocab_size, kMaxVocab, source));
+  UNMASK_RETURN_IF_ERROR(InRange("embedding_size", c.embedding_size, kMaxVocab, source));
+  UNMASK_RETURN_IF_ERROR(InRange("max_sequence_length", c.max_sequence_length, kMaxSequence, source));
   if (c.d_model % c.n_heads != 0)
     return InvalidArgumentError(source + ": 'd_model' (" + std::to_string(c.d_model) + ") is not divisible by 'n_heads' (" + std::to_string(c.n_heads) + ")");
   if (c.n_heads % c.n_kv_heads != 0)

@@ -62,10 +62,14 @@ Status ParseEntry(const std::string& name, const nlohmann::json& entry, TensorIn
   std::uint64_t begin = (*offsets_it)[0].get<std::uint64_t>();
   std::uint64_t end = (*offsets_it)[1].get<std::uint64_t>();
   if (end < begin) return DataLossError("tensor '" + name + "': data_offsets end < begin");
-  std::uint64_t expected = static_cast<std::uint64_t>(numel) * DTypeSize(*dtype);
-  if (end - begin != expected) {
+  // In 128 bits: 2^62 elements of 4 bytes wrap to 0 in 64, which an empty data range would match.
+  const unsigned __int128 expected = numel * DTypeSize(*dtype);
+  if (expected > std::numeric_limits<std::uint64_t>::max())
+    return DataLossError("tensor '" + name + "': shape x dtype exceeds 2^64 bytes");
+  if (end - begin != static_cast<std::uint64_t>(expected)) {
     return DataLossError("tensor '" + name + "': byte length " + std::to_string(end - begin) +
-                         " does not match shape x dtype (" + std::to_string(expected) + " bytes)");
+                         " does not match shape x dtype (" + std::to_string(static_cast<std::uint64_t>(expected)) +
+                         " bytes)");
   }
   info.offset = begin;  // relative for now; made absolute by the caller
   info.nbytes = end - begin;

@@ -47,15 +47,6 @@ Status ValidateFastOptions(const FastOptions& o) {
   return OkStatus();
 }
 
-const char* FastModeName(CacheKind cache, DecodeRule rule) {
-  static const char* const kNames[3][3] = {
-      {"block_logits", "threshold", "factor"},
-      {"prefix_cache", "prefix_cache+threshold", "prefix_cache+factor"},
-      {"dual_cache", "dual_cache+threshold", "dual_cache+factor"},
-  };
-  return kNames[static_cast<int>(cache)][static_cast<int>(rule)];
-}
-
 StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& raw_prompts,
                                         const GenerationParams& p, const FastOptions& o, const StepCallback& on_step) {
   UNMASK_ASSIGN_OR_RETURN(SamplingStart s, StartSampling(model, raw_prompts, p));

@@ -33,13 +33,11 @@
 
 #include "common/model/llada_model.h"
 #include "common/sampler/generation_params.h"
+#include "common/sampler/sampler_mode.h"  // CacheKind, DecodeRule, FastModeName
 #include "common/sampler/step_event.h"
 #include "common/util/status.h"
 
 namespace unmask::sampler {
-
-enum class CacheKind { kNone, kPrefix, kDual };      // block_logits, prefix_cache, dual_cache
-enum class DecodeRule { kSchedule, kThreshold, kFactor };
 
 struct FastOptions {
   CacheKind cache = CacheKind::kNone;
@@ -52,10 +50,6 @@ struct FastOptions {
 // Refuses a threshold that is not a finite number >= 0 and a factor that is not finite and > 0
 // (both are checked whatever the rule, so a bad value never hides behind another rule).
 Status ValidateFastOptions(const FastOptions& options);
-
-// "block_logits", "prefix_cache", "dual_cache", "threshold", "prefix_cache+threshold", ... —
-// a static string (GenerationResult::sampler points at it).
-const char* FastModeName(CacheKind cache, DecodeRule rule);
 
 StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& prompts,
                                         const GenerationParams& params, const FastOptions& options,

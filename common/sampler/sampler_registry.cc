@@ -5,51 +5,6 @@
 
 namespace unmask::sampler {
 
-const std::vector<SamplerMode>& AllSamplerModes() {
-  static const std::vector<SamplerMode> kModes = {
-      SamplerMode::kReference,          SamplerMode::kBlockLogits,        SamplerMode::kPrefixCache,
-      SamplerMode::kDualCache,          SamplerMode::kThreshold,          SamplerMode::kPrefixCacheThreshold,
-      SamplerMode::kDualCacheThreshold, SamplerMode::kFactor,             SamplerMode::kPrefixCacheFactor,
-      SamplerMode::kDualCacheFactor,
-  };
-  return kModes;
-}
-
-bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
-  switch (mode) {
-    case SamplerMode::kReference: return false;
-    case SamplerMode::kBlockLogits: *cache = CacheKind::kNone; *rule = DecodeRule::kSchedule; return true;
-    case SamplerMode::kPrefixCache: *cache = CacheKind::kPrefix; *rule = DecodeRule::kSchedule; return true;
-    case SamplerMode::kDualCache: *cache = CacheKind::kDual; *rule = DecodeRule::kSchedule; return true;
-    case SamplerMode::kThreshold: *cache = CacheKind::kNone; *rule = DecodeRule::kThreshold; return true;
-    case SamplerMode::kPrefixCacheThreshold: *cache = CacheKind::kPrefix; *rule = DecodeRule::kThreshold; return true;
-    case SamplerMode::kDualCacheThreshold: *cache = CacheKind::kDual; *rule = DecodeRule::kThreshold; return true;
-    case SamplerMode::kFactor: *cache = CacheKind::kNone; *rule = DecodeRule::kFactor; return true;
-    case SamplerMode::kPrefixCacheFactor: *cache = CacheKind::kPrefix; *rule = DecodeRule::kFactor; return true;
-    case SamplerMode::kDualCacheFactor: *cache = CacheKind::kDual; *rule = DecodeRule::kFactor; return true;
-  }
-  return false;
-}
-
-const char* SamplerModeName(SamplerMode mode) {
-  CacheKind cache;
-  DecodeRule rule;
-  if (!FastModeOf(mode, &cache, &rule)) return "reference";
-  return FastModeName(cache, rule);
-}
-
-StatusOr<SamplerMode> ParseSamplerMode(const std::string& text) {
-  if (text == "block_logits+threshold") return SamplerMode::kThreshold;
-  if (text == "block_logits+factor") return SamplerMode::kFactor;
-  std::string names;
-  for (SamplerMode m : AllSamplerModes()) {
-    if (text == SamplerModeName(m)) return m;
-    names += names.empty() ? "" : ", ";
-    names += SamplerModeName(m);
-  }
-  return InvalidArgumentError("sampler mode '" + text + "' is not one of " + names);
-}
-
 StatusOr<GenerationResult> Generate(SamplerMode mode, const model::ModelBackend& model, const PromptBatch& prompts,
                                     const GenerationParams& params, const FastOptions& options,
                                     const StepCallback& on_step) {

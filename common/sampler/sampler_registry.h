@@ -1,4 +1,4 @@
-// Sampling modes by name, and one entry point that runs any of them.
+// One entry point that runs any sampling mode (names and parsing: sampler_mode.h).
 //
 //   reference                the official generate() (reference_sampler.h); FastOptions ignored
 //   block_logits             logits/softmax for the current block only (block_logits_sampler.h)
@@ -18,31 +18,11 @@
 #include "common/model/model_backend.h"
 #include "common/sampler/fast_sampler.h"
 #include "common/sampler/generation_params.h"
+#include "common/sampler/sampler_mode.h"
 #include "common/sampler/step_event.h"
 #include "common/util/status.h"
 
 namespace unmask::sampler {
-
-enum class SamplerMode {
-  kReference,
-  kBlockLogits,
-  kPrefixCache,
-  kDualCache,
-  kThreshold,
-  kPrefixCacheThreshold,
-  kDualCacheThreshold,
-  kFactor,
-  kPrefixCacheFactor,
-  kDualCacheFactor,
-};
-
-// Every mode, in the order above.
-const std::vector<SamplerMode>& AllSamplerModes();
-StatusOr<SamplerMode> ParseSamplerMode(const std::string& text);  // error lists the names
-const char* SamplerModeName(SamplerMode mode);
-
-// The cache kind and decoding rule of a fast mode (kReference has neither: returns false).
-bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
 
 // Runs `mode`. For a fast mode, options.cache and options.rule are set from the mode (threshold,
 // factor and early_stop are taken from `options`), and the backend must be a model::LladaModel

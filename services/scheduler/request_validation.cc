@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "common/sampler/sampler_registry.h"
+#include "common/sampler/sampler_mode.h"
 
 namespace unmask::scheduler {
 namespace {

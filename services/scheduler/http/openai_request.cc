@@ -3,7 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "common/sampler/sampler_registry.h"
+#include "common/sampler/sampler_mode.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler::http {
@@ -53,6 +53,14 @@ StatusOr<std::string> String(const json& v, const std::string& field, std::size_
   return s;
 }
 
+// Whether `object` has a string field "type" equal to `type`. (json::value("type", "") would
+// throw on a "type" that is not a string: found by fuzz/http_request_fuzz.cc.)
+bool HasType(const json& object, const char* type) {
+  if (!object.is_object()) return false;
+  auto it = object.find("type");
+  return it != object.end() && it->is_string() && it->get_ref<const std::string&>() == type;
+}
+
 // Fields of the OpenAI API that unmask cannot honour: refused by name instead of ignored.
 Status RefuseUnsupported(const json& body) {
   auto truthy = [](const json& v) {
@@ -72,7 +80,7 @@ Status RefuseUnsupported(const json& body) {
       return Bad(key, "only 0 is supported", *v);
   }
   if (const json* v = Field(body, "response_format")) {
-    if (!v->is_object() || v->value("type", "") != "text") return Bad("response_format", "only {\"type\": \"text\"} is supported", *v);
+    if (!HasType(*v, "text")) return Bad("response_format", "only {\"type\": \"text\"} is supported", *v);
   }
   return OkStatus();
 }
@@ -84,7 +92,7 @@ StatusOr<std::string> MessageContent(const json& content, const std::string& fie
   for (std::size_t k = 0; k < content.size(); ++k) {
     const json& part = content[k];
     const std::string pf = field + "[" + std::to_string(k) + "]";
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+    if (!HasType(part, "text") || !part.contains("text") || !part["text"].is_string())
       return Bad(pf, "must be {\"type\": \"text\", \"text\": \"...\"} (only text parts are supported)", part);
     text += part["text"].get<std::string>();
   }

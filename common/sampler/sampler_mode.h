@@ -1,0 +1,48 @@
+// Sampling mode names, free of LibTorch: what request validation (scheduler, HTTP API) needs to
+// check a `sampler` field without linking the engine. sampler_registry.h runs the modes.
+//
+//   reference                the official generate() (reference_sampler.h)
+//   block_logits             logits/softmax for the current block only (block_logits_sampler.h)
+//   prefix_cache             + prefix KV cache refreshed per block (prefix_cache_sampler.h)
+//   dual_cache               + prefix and suffix KV cache (dual_cache_sampler.h)
+//   threshold, factor        block_logits with a parallel decoding rule (parallel_decoding.h);
+//                            "block_logits+threshold" / "block_logits+factor" are accepted too
+//   prefix_cache+threshold, prefix_cache+factor, dual_cache+threshold, dual_cache+factor
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/util/status.h"
+
+namespace unmask::sampler {
+
+enum class CacheKind { kNone, kPrefix, kDual };      // block_logits, prefix_cache, dual_cache
+enum class DecodeRule { kSchedule, kThreshold, kFactor };
+
+enum class SamplerMode {
+  kReference,
+  kBlockLogits,
+  kPrefixCache,
+  kDualCache,
+  kThreshold,
+  kPrefixCacheThreshold,
+  kDualCacheThreshold,
+  kFactor,
+  kPrefixCacheFactor,
+  kDualCacheFactor,
+};
+
+// Every mode, in the order above.
+const std::vector<SamplerMode>& AllSamplerModes();
+StatusOr<SamplerMode> ParseSamplerMode(const std::string& text);  // error lists the names
+const char* SamplerModeName(SamplerMode mode);
+
+// "block_logits", "prefix_cache", "dual_cache", "threshold", "prefix_cache+threshold", ... —
+// a static string (GenerationResult::sampler points at it).
+const char* FastModeName(CacheKind cache, DecodeRule rule);
+
+// The cache kind and decoding rule of a fast mode (kReference has neither: returns false).
+bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
+
+}  // namespace unmask::sampler
