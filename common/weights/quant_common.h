@@ -11,7 +11,10 @@
 // lacks the narrowing and widening instructions these loops need; on x86-64 the hot loops are
 // therefore also compiled for AVX2 and picked at load time (GCC function multiversioning via
 // ifunc), so one binary runs everywhere and uses AVX2 where the CPU has it.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: GCC instruments the ifunc resolvers, which the dynamic loader runs
+// before the TSan runtime is initialized, and the program crashes before main
+// (docs/sanitizers.md).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define UNMASK_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define UNMASK_SIMD_CLONES

@@ -72,16 +72,18 @@ class ExecutorServiceTest : public ::testing::Test {
                 .release();
   }
   static void TearDownTestSuite() {
+    // A registered service must outlive its server (grpc::ServerBuilder::RegisterService):
+    // each runner goes before the service it serves.
     runner_->Drain(std::chrono::seconds(1));
     delete stub_;
+    delete runner_;
     delete service_;
     delete core_;
-    delete runner_;
     delete lease_;
     loader_runner_->Drain(std::chrono::seconds(1));
     (void)loader_core_->Unload("tiny-llada", true);
-    delete loader_service_;
     delete loader_runner_;
+    delete loader_service_;
     delete loader_core_;
     delete root_;
   }
