@@ -9,10 +9,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/util/status.h"
+#include "services/common/tls_options.h"
 
 namespace unmask::services {
 
@@ -25,6 +27,9 @@ class ServerRunner {
   explicit ServerRunner(std::string service_name) : service_name_(std::move(service_name)) {}
 
   void AddService(grpc::Service* service) { services_.push_back(service); }
+  // Serve TLS (or mutual TLS) with this material; std::nullopt (the default) is plaintext.
+  // Call before Start.
+  void SetTls(std::optional<tls::ServerTlsMaterial> tls) { tls_ = std::move(tls); }
   // Starts listening on `address` ("host:port"; port 0 picks a free one). Health reports
   // NOT_SERVING until SetServing(true).
   Status Start(const std::string& address);
@@ -40,6 +45,7 @@ class ServerRunner {
  private:
   std::string service_name_;
   std::vector<grpc::Service*> services_;
+  std::optional<tls::ServerTlsMaterial> tls_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
