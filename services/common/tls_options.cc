@@ -148,8 +148,8 @@ StatusOr<std::optional<ClientTlsMaterial>> LoadClientTls(const ClientTlsOptions&
 
 std::string Describe(const std::optional<ServerTlsMaterial>& tls) {
   if (!tls) return "plaintext";
-  if (tls->require_client_cert) return "mutual TLS (client certificates required)";
-  return tls->client_ca.empty() ? "TLS" : "TLS (client certificates verified when presented)";
+  if (tls->require_client_cert) return "mutual TLS: client certificates required";
+  return tls->client_ca.empty() ? "TLS" : "TLS, client certificates verified when presented";
 }
 
 }  // namespace unmask::tls

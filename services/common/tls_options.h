@@ -23,6 +23,8 @@ struct ServerTlsOptions {
   std::string cert_file, key_file, ca_file;
   bool require_client_cert = false;
   std::string flag_prefix = "--tls-";  // how the flags are spelled, for error messages
+
+  bool given() const { return !cert_file.empty() || !key_file.empty() || !ca_file.empty() || require_client_cert; }
 };
 
 // A client's side of one peer. TLS when `enabled` or any file or the server name is set.
@@ -58,7 +60,7 @@ struct ClientTlsMaterial {
 StatusOr<std::optional<ServerTlsMaterial>> LoadServerTls(const ServerTlsOptions& options);
 StatusOr<std::optional<ClientTlsMaterial>> LoadClientTls(const ClientTlsOptions& options);
 
-// "plaintext", "TLS" or "mutual TLS (client certificates required)", for start-up lines.
+// "plaintext", "TLS" or "mutual TLS: client certificates required", for start-up lines.
 std::string Describe(const std::optional<ServerTlsMaterial>& tls);
 
 // PEM checks, for tests and the loaders above. `what` names the source in errors.

@@ -69,7 +69,7 @@ TEST_F(TlsOptionsTest, ServerLoadsCertificateKeyAndClientCa) {
   ASSERT_TRUE(tls.ok()) << tls.status().ToString();
   EXPECT_EQ((*tls)->client_ca, ReadFile(pki().ca()));
   EXPECT_TRUE((*tls)->require_client_cert);
-  EXPECT_EQ(Describe(*tls), "mutual TLS (client certificates required)");
+  EXPECT_EQ(Describe(*tls), "mutual TLS: client certificates required");
 }
 
 TEST_F(TlsOptionsTest, CertificateWithoutKeyIsRefused) {
