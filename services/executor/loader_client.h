@@ -8,12 +8,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/telemetry/tracer.h"
 #include "common/util/status.h"
 #include "common/weights/weight_view.h"
+#include "services/common/tls_options.h"
 #include "unmask/v1/loader.grpc.pb.h"
 
 namespace unmask::executor {
@@ -21,6 +23,7 @@ namespace unmask::executor {
 // What to attach to, and how.
 struct AttachOptions {
   std::string loader_address;
+  std::optional<tls::ClientTlsMaterial> loader_tls;  // std::nullopt: plaintext
   std::string model_id;
   std::string precision;  // asked of the loader; empty: the loader's default
   std::string executor_id;
