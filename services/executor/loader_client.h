@@ -23,7 +23,6 @@ namespace unmask::executor {
 // What to attach to, and how.
 struct AttachOptions {
   std::string loader_address;
-  std::optional<tls::ClientTlsMaterial> loader_tls;  // std::nullopt: plaintext
   std::string model_id;
   std::string precision;  // asked of the loader; empty: the loader's default
   std::string executor_id;
@@ -36,6 +35,7 @@ struct AttachOptions {
   // Ask the loader to load the model first (idempotent). False after a forced unload: attach
   // only when somebody loaded the model again, rather than undo the unload.
   bool load = true;
+  std::optional<tls::ClientTlsMaterial> loader_tls;  // how to reach the loader; std::nullopt: plaintext
 };
 
 class LoaderLease {

@@ -23,9 +23,9 @@ namespace unmask::scheduler {
 struct ExecutorPoolOptions {
   std::vector<std::string> addresses;  // host:port
   std::vector<std::string> dns_names;  // host:port whose host resolves to every executor
-  std::optional<tls::ClientTlsMaterial> tls;  // std::nullopt: plaintext
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds poll_timeout{1000};
+  std::optional<tls::ClientTlsMaterial> tls;  // how to reach the executors; std::nullopt: plaintext
 };
 
 class ExecutorPool {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdio>
+
 #include "tests/e2e/stack.h"
 #include "tests/tls/test_pki.h"
 
@@ -58,6 +60,26 @@ httplib::Result HttpsGet(int port, const TestPki& pki, bool client_cert) {
   return client->Get("/v1/models");
 }
 
+// Output of a shell command (stdout and stderr).
+std::string Shell(const std::string& cmd) {
+  std::string out;
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  ::pclose(pipe);
+  return out;
+}
+
+// GET /v1/models with `openssl s_client` and the client certificate; `session` is
+// "-sess_out FILE" (keep the TLS session) or "-sess_in FILE" (resume it, as Node's https.Agent
+// and browsers do).
+std::string OpenSslGet(int port, const TestPki& pki, const std::string& session) {
+  return Shell("printf 'GET /v1/models HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n' | "
+               "openssl s_client -connect 127.0.0.1:" + std::to_string(port) + " -CAfile " + pki.ca() + " -cert " +
+               pki.client_cert() + " -key " + pki.client_key() + " -ign_eof " + session);
+}
+
 TEST(TlsEndToEndTest, WholeStackOverMutualTls) {
   const TestPki pki;
   Stack stack;
@@ -97,6 +119,11 @@ TEST(TlsEndToEndTest, WholeStackOverMutualTls) {
   ASSERT_TRUE(completion) << httplib::to_string(completion.error());
   EXPECT_EQ(completion->status, 200) << completion->body;
   EXPECT_THAT(completion->body, HasSubstr("\"text_completion\""));
+  // A client that resumes its TLS session is served too.
+  const std::string session = pki.File("http-session.pem");
+  EXPECT_THAT(OpenSslGet(http_port, pki, "-sess_out " + session), HasSubstr("HTTP/1.1 200 OK"));
+  const std::string resumed = OpenSslGet(http_port, pki, "-sess_in " + session);
+  EXPECT_THAT(resumed, AllOf(HasSubstr("Reused, TLSv1"), HasSubstr("HTTP/1.1 200 OK"))) << resumed;
 
   // Refused: no client certificate, a certificate from another CA, plaintext, a client that
   // does not trust the server's CA. gRPC says UNAVAILABLE (the handshake failed).

@@ -27,6 +27,10 @@ Status OpenSslError(const std::string& what) {
 Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls) {
   SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  // Clients that resume sessions (Node's https.Agent does) are refused by a server that verifies
+  // peers without a session id context.
+  static const unsigned char kSessionContext[] = "unmask-http";
+  SSL_CTX_set_session_id_context(&ctx, kSessionContext, sizeof(kSessionContext) - 1);
   {
     BioPtr bio = MemoryBio(tls.cert_chain);
     X509* leaf = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
