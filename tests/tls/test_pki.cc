@@ -44,7 +44,7 @@ TestPki::TestPki() {
 
 void TestPki::Run(const std::string& args) const {
   const std::string log = dir_.File("openssl.log");
-  const std::string cmd = "cd '" + dir_.path() + "' && openssl " + args + " > '" + log + "' 2>&1";
+  const std::string cmd = "cd '" + dir_.path() + "' && '" OPENSSL_BIN "' " + args + " > '" + log + "' 2>&1";
   const int status = std::system(cmd.c_str());
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("openssl " + args + " failed:\n" + ReadFile(log));

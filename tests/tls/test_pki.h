@@ -1,7 +1,7 @@
-// A throwaway PKI for TLS tests, made with the `openssl` command at test time in a temp
-// directory: a CA, a server certificate for localhost and 127.0.0.1 (usable as a client
-// certificate too, like one certificate per pod), a client certificate, and a second, unrelated
-// CA with a client certificate of its own. EC P-256 keys, valid for two days.
+// A throwaway PKI for TLS tests, made at test time in a temp directory with the `openssl`
+// command CMake found: a CA, a server certificate for localhost and 127.0.0.1 (usable as a
+// client certificate too, like one certificate per pod), a client certificate, and a second,
+// unrelated CA with a client certificate of its own. EC P-256 keys, valid for two days.
 #pragma once
 
 #include <string>
