@@ -57,8 +57,9 @@ if(UNMASK_BUILD_BENCH)
 endif()
 
 if(NOT UNMASK_ENGINE_ONLY)
-  # SHA-256 and random bytes for API keys (common/auth): Debian's libssl-dev.
-  find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+  # SHA-256 and random bytes for API keys (common/auth), PEM checks and the HTTP API's TLS
+  # context (services/common/tls_options, services/scheduler/http): Debian's libssl-dev.
+  find_package(OpenSSL REQUIRED COMPONENTS Crypto SSL)
   find_package(Protobuf REQUIRED)
   find_package(gRPC CONFIG REQUIRED)
   find_package(absl CONFIG REQUIRED)

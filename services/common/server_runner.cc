@@ -8,6 +8,8 @@
 #include <iostream>
 #include <thread>
 
+#include "services/common/grpc_tls.h"
+
 namespace unmask::services {
 
 void BlockShutdownSignals() {
@@ -22,7 +24,7 @@ Status ServerRunner::Start(const std::string& address) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address, tls::ServerCredentials(tls_), &port_);
   for (auto* s : services_) builder.RegisterService(s);
   if (max_receive_message_bytes_ > 0) builder.SetMaxReceiveMessageSize(max_receive_message_bytes_);
   server_ = builder.BuildAndStart();

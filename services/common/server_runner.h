@@ -9,10 +9,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/util/status.h"
+#include "services/common/tls_options.h"
 
 namespace unmask::services {
 
@@ -28,6 +30,9 @@ class ServerRunner {
   // Larger request messages are refused by gRPC with RESOURCE_EXHAUSTED ("received message
   // larger than max (N vs. limit)"); 0 keeps gRPC's default (4 MiB). Call before Start.
   void SetMaxReceiveMessageBytes(int bytes) { max_receive_message_bytes_ = bytes; }
+  // Serve TLS (or mutual TLS) with this material; std::nullopt (the default) is plaintext.
+  // Call before Start.
+  void SetTls(std::optional<tls::ServerTlsMaterial> tls) { tls_ = std::move(tls); }
   // Starts listening on `address` ("host:port"; port 0 picks a free one). Health reports
   // NOT_SERVING until SetServing(true).
   Status Start(const std::string& address);
@@ -43,6 +48,7 @@ class ServerRunner {
  private:
   std::string service_name_;
   std::vector<grpc::Service*> services_;
+  std::optional<tls::ServerTlsMaterial> tls_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   int max_receive_message_bytes_ = 0;

@@ -7,6 +7,7 @@
 #include "common/telemetry/grpc_tracing.h"
 #include "common/weights/cuda_ipc.h"
 #include "services/common/grpc_status.h"
+#include "services/common/grpc_tls.h"
 
 namespace unmask::executor {
 
@@ -88,7 +89,7 @@ StatusOr<std::unique_ptr<LoaderLease>> LoaderLease::Acquire(const AttachOptions&
   span.SetAttribute("executor.id", options.executor_id);
   span.SetAttribute("loader", options.loader_address);
   int attempts = 0;
-  lease->stub_ = v1::Loader::NewStub(grpc::CreateChannel(options.loader_address, grpc::InsecureChannelCredentials()));
+  lease->stub_ = v1::Loader::NewStub(tls::CreateChannel(options.loader_address, options.loader_tls));
   const auto give_up = std::chrono::steady_clock::now() + options.timeout;
   v1::AttachEvent first;
   Status last;

@@ -8,12 +8,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/telemetry/tracer.h"
 #include "common/util/status.h"
 #include "common/weights/weight_view.h"
+#include "services/common/tls_options.h"
 #include "unmask/v1/loader.grpc.pb.h"
 
 namespace unmask::executor {
@@ -33,6 +35,7 @@ struct AttachOptions {
   // Ask the loader to load the model first (idempotent). False after a forced unload: attach
   // only when somebody loaded the model again, rather than undo the unload.
   bool load = true;
+  std::optional<tls::ClientTlsMaterial> loader_tls;  // how to reach the loader; std::nullopt: plaintext
 };
 
 class LoaderLease {

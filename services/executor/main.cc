@@ -10,6 +10,7 @@
 #include "common/telemetry/log.h"
 #include "common/telemetry/options.h"
 #include "services/common/server_runner.h"
+#include "services/common/tls_flags.h"
 #include "services/executor/executor_core.h"
 #include "services/executor/executor_grpc.h"
 #include "services/executor/lease_keeper.h"
@@ -27,6 +28,9 @@ struct Flags {
   int intra_op_threads = 0;
   unmask::executor::ExecutorOptions options;
   unmask::telemetry::TelemetryOptions telemetry;
+  unmask::tls::ServerTlsOptions tls;
+  unmask::tls::ClientTlsOptions loader_tls_flags;
+  std::optional<unmask::tls::ClientTlsMaterial> loader_tls;  // loaded from loader_tls_flags
 };
 
 StatusOr<unmask::model::ModelOptions> ModelOptionsFrom(const Flags& f) {
@@ -52,6 +56,7 @@ void LogDeviceSharing(const Flags& f, const unmask::executor::LoaderLease& lease
 unmask::executor::AttachOptions AttachOptionsFrom(const Flags& f) {
   unmask::executor::AttachOptions o;
   o.loader_address = f.loader;
+  o.loader_tls = f.loader_tls;
   o.model_id = f.model;
   o.precision = f.load_precision;
   o.executor_id = f.options.executor_id;
@@ -109,6 +114,8 @@ int main(int argc, char** argv) {
   app.add_option("--memory-reserve-bytes", f.options.memory_reserve_bytes, "Kept free of the budget")->capture_default_str();
   app.add_option("--attach-timeout-seconds", f.attach_timeout_seconds, "How long to retry the loader")->capture_default_str();
   app.add_option("--drain-timeout-seconds", f.drain_seconds, "Grace period for in-flight jobs on SIGTERM")->capture_default_str();
+  unmask::tls::AddServerTlsFlags(app, &f.tls);
+  unmask::tls::AddClientTlsFlags(app, &f.loader_tls_flags, "loader", "the loader");
   namespace telemetry = unmask::telemetry;
   f.telemetry.service_name = "unmask-executor";
   f.telemetry.metrics_listen = "0.0.0.0:9093";
@@ -120,6 +127,13 @@ int main(int argc, char** argv) {
     std::cerr << "unmask-executor: --intra-op-threads: " << threads.status().message() << std::endl;
     return 2;
   }
+  auto tls = unmask::tls::LoadServerTls(f.tls);
+  auto loader_tls = unmask::tls::LoadClientTls(f.loader_tls_flags);
+  if (!tls.ok() || !loader_tls.ok()) {
+    std::cerr << "unmask-executor: " << (!tls.ok() ? tls.status() : loader_tls.status()).message() << std::endl;
+    return 2;
+  }
+  f.loader_tls = *loader_tls;
   if (auto checked = ModelOptionsFrom(f); !checked.ok()) {
     std::cerr << "unmask-executor: " << checked.status().message() << std::endl;
     return checked.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
@@ -149,12 +163,14 @@ int main(int argc, char** argv) {
   unmask::executor::ExecutorGrpcService service(core, f.model, tm.tracer(), &tm.metrics());
   unmask::services::ServerRunner runner("Executor");
   runner.AddService(&service);
+  runner.SetTls(*tls);
   if (auto s = runner.Start(f.listen); !s.ok()) {
     telemetry::Log(telemetry::LogLevel::kError, {}, {}, "cannot serve", {{"listen", f.listen}, {"error", s.ToString()}});
     return 1;
   }
   runner.SetServing(true);
-  std::cout << "unmask-executor: serving " << f.model << " on port " << runner.port() << std::endl;
+  std::cout << "unmask-executor: serving " << f.model << " on port " << runner.port() << " ("
+            << unmask::tls::Describe(*tls) << ")" << std::endl;
 
   // Follows the loader: re-attaches after a loader restart, lets go of a model a forced unload
   // revoked and serves it again once it is loaded again (services/executor/lease_keeper.h).

@@ -6,6 +6,7 @@
 #include "common/telemetry/options.h"
 #include "common/weights/device_budget.h"
 #include "services/common/server_runner.h"
+#include "services/common/tls_flags.h"
 #include "services/loader/load_trace.h"
 #include "services/loader/loader_core.h"
 #include "services/loader/loader_grpc.h"
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
                "On SIGTERM, leave the loaded segments in /dev/shm (not unlinked) for the next loader to adopt, "
                "so that executors re-attach without a reload (default: off; a killed loader leaves them too)")
       ->capture_default_str();
+  unmask::tls::ServerTlsOptions tls_options;
+  unmask::tls::AddServerTlsFlags(app, &tls_options);
   namespace telemetry = unmask::telemetry;
   telemetry::TelemetryOptions tel;
   tel.service_name = "unmask-loader";
@@ -79,6 +82,11 @@ int main(int argc, char** argv) {
     return 2;
   } else {
     options.device = *parsed;
+  }
+  auto tls = unmask::tls::LoadServerTls(tls_options);
+  if (!tls.ok()) {
+    std::cerr << "unmask-loader: " << tls.status().message() << "\n";
+    return 2;
   }
   if (auto usable = unmask::loader::CheckDeviceUsable(options.device); !usable.ok()) {
     std::cerr << "unmask-loader: --device: " << usable.message() << "\n";
@@ -97,11 +105,13 @@ int main(int argc, char** argv) {
   unmask::loader::LoaderGrpcService service(core, tm.tracer(), &tm.metrics());
   unmask::services::ServerRunner runner("Loader");
   runner.AddService(&service);
+  runner.SetTls(*tls);
   if (auto s = runner.Start(listen); !s.ok()) {
     std::cerr << "unmask-loader: " << s.ToString() << "\n";
     return 1;
   }
-  std::cout << "unmask-loader: listening on port " << runner.port() << std::endl;
+  std::cout << "unmask-loader: listening on port " << runner.port() << " (" << unmask::tls::Describe(*tls) << ")"
+            << std::endl;
   for (const auto& item : preload) {
     const auto colon = item.find(':');
     const std::string model = item.substr(0, colon);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <set>
 
+#include "services/common/grpc_tls.h"
+
 namespace unmask::scheduler {
 
 ExecutorPool::ExecutorPool(ExecutorPoolOptions options) : options_(std::move(options)) {}
@@ -52,7 +54,7 @@ std::vector<std::string> ExecutorPool::Resolve() const {
 std::shared_ptr<v1::Executor::Stub> ExecutorPool::Stub(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& stub = stubs_[address];
-  if (!stub) stub = v1::Executor::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  if (!stub) stub = v1::Executor::NewStub(tls::CreateChannel(address, options_.tls));
   return stub;
 }
 

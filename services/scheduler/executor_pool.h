@@ -9,10 +9,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "services/common/tls_options.h"
 #include "services/scheduler/dispatch_policy.h"
 #include "unmask/v1/executor.grpc.pb.h"
 
@@ -23,6 +25,7 @@ struct ExecutorPoolOptions {
   std::vector<std::string> dns_names;  // host:port whose host resolves to every executor
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds poll_timeout{1000};
+  std::optional<tls::ClientTlsMaterial> tls;  // how to reach the executors; std::nullopt: plaintext
 };
 
 class ExecutorPool {

@@ -12,6 +12,7 @@
 #include "common/jobs/redis_job_store.h"
 #include "common/telemetry/options.h"
 #include "services/common/server_runner.h"
+#include "services/common/tls_flags.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/executor_pool.h"
 #include "services/scheduler/http/http_server.h"
@@ -93,6 +94,14 @@ int main(int argc, char** argv) {
   app.add_option("--http-threads", http_options.threads, "HTTP requests served at once (a stream holds one)")
       ->capture_default_str();
   app.add_option("--drain-timeout-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM")->capture_default_str();
+  tls::ServerTlsOptions tls_flags, http_tls_flags;
+  tls::ClientTlsOptions executor_tls_flags;
+  tls::AddServerTlsFlags(app, &tls_flags);
+  tls::AddServerTlsFlags(app, &http_tls_flags, "http-", "the HTTP API");
+  app.get_option("--http-tls-cert")
+      ->description("PEM certificate (chain) of the HTTP API, for HTTPS with --http-tls-key (default: with no "
+                    "--http-tls-* flag the HTTP API follows the --tls-* flags, plain HTTP without them)");
+  tls::AddClientTlsFlags(app, &executor_tls_flags, "executor", "the executors");
   telemetry::TelemetryOptions tel;
   tel.service_name = "unmask-scheduler";
   tel.metrics_listen = "0.0.0.0:9091";
@@ -109,6 +118,16 @@ int main(int argc, char** argv) {
   if (auto s = scheduler::ValidateRequestLimits(options.limits); !s.ok()) {
     std::cerr << "unmask-scheduler: " << s.message() << "\n";
     return 2;
+  }
+  auto tls = tls::LoadServerTls(tls_flags);
+  auto executor_tls = tls::LoadClientTls(executor_tls_flags);
+  // The HTTP API follows the gRPC listener unless it has TLS flags of its own.
+  auto http_tls = http_tls_flags.given() ? tls::LoadServerTls(http_tls_flags) : tls;
+  for (const Status& s : {tls.status(), executor_tls.status(), http_tls.status()}) {
+    if (!s.ok()) {
+      std::cerr << "unmask-scheduler: " << s.message() << "\n";
+      return 2;
+    }
   }
   if (!api_keys_file.empty()) {
     auto keys = auth::ApiKeys::Load(api_keys_file);
@@ -157,6 +176,7 @@ int main(int argc, char** argv) {
   scheduler::ExecutorPoolOptions pool_options;
   pool_options.addresses = SplitCommas(executors);
   pool_options.dns_names = SplitCommas(executors_dns);
+  pool_options.tls = *executor_tls;
   scheduler::ExecutorPool pool(pool_options);
   pool.Start();
   scheduler::ModelCatalog catalog(model_roots);
@@ -168,6 +188,7 @@ int main(int argc, char** argv) {
   services::ServerRunner runner("Scheduler");
   runner.AddService(&service);
   runner.SetMaxReceiveMessageBytes(grpc_max_receive_bytes);
+  runner.SetTls(*tls);
   if (auto s = runner.Start(listen); !s.ok()) {
     std::cerr << "unmask-scheduler: " << s.ToString() << std::endl;
     return 1;
@@ -177,17 +198,20 @@ int main(int argc, char** argv) {
   std::unique_ptr<scheduler::http::OpenAiHttpServer> http;
   if (http_port >= 0) {
     http_options.port = http_port;
+    http_options.tls = *http_tls;
     http = std::make_unique<scheduler::http::OpenAiHttpServer>(completions, http_options);
     auto bound = http->Start();
     if (!bound.ok()) {
       std::cerr << "unmask-scheduler: --http-port " << http_port << ": " << bound.status().message() << std::endl;
       return 1;
     }
-    std::cout << "unmask-scheduler: OpenAI-compatible HTTP on port " << *bound << std::endl;
+    std::cout << "unmask-scheduler: OpenAI-compatible HTTP on port " << *bound << " ("
+              << (*http_tls ? "HTTPS, " + tls::Describe(*http_tls) : "plain HTTP") << ")" << std::endl;
   }
   dispatcher.Start();
   runner.SetServing(true);
-  std::cout << "unmask-scheduler: listening on port " << runner.port() << std::endl;
+  std::cout << "unmask-scheduler: listening on port " << runner.port() << " (" << tls::Describe(*tls) << ")"
+            << std::endl;
   runner.WaitForSignalAndDrain(std::chrono::seconds(drain_seconds));
   if (http) http->Stop();
   dispatcher.Stop();

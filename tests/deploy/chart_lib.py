@@ -245,6 +245,16 @@ def check_pod(docs, o):
             for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
                 pr = c.get(probe)
                 check(pr, "%s/%s has no %s" % (name, c["name"], probe))
+                if flag(docs, c, "tls-cert"):
+                    # Kubernetes' gRPC probes cannot speak TLS: the CLI's health check over TLS.
+                    check(set(pr) & {"grpc", "httpGet", "tcpSocket", "exec"} == {"exec"},
+                          "%s/%s: %s of a TLS service must be an exec probe: %s" % (name, c["name"], probe, pr))
+                    cmd = pr["exec"]["command"]
+                    check(cmd[0] == "unmask" and "health" in cmd and "--addr=127.0.0.1:%d" % port in cmd
+                          and any(a.startswith("--tls-ca=") for a in cmd),
+                          "%s/%s: %s must run `unmask --tls-ca=... health --addr=127.0.0.1:%d`: %s"
+                          % (name, c["name"], probe, port, cmd))
+                    continue
                 check(set(pr) & {"grpc", "httpGet", "tcpSocket", "exec"} == {"grpc"},
                       "%s/%s: %s is not gRPC-native: %s" % (name, c["name"], probe, pr))
                 check(pr["grpc"]["port"] == port,

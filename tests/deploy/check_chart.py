@@ -220,6 +220,60 @@ def api_keys():
     check("api-key" not in " ".join(container(objs(docs, "Pod")[0], "generate")["args"]), "test pod without a key")
 
 
+TLS_FILES = {"tls-cert": "/etc/unmask-tls/tls.crt", "tls-key": "/etc/unmask-tls/tls.key", "tls-ca": "/etc/unmask-tls/ca.crt"}
+
+
+def check_tls_mount(docs, o, c, secret):
+    vols = {v["name"]: v for v in pod_spec(o)["volumes"]}
+    mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+    m = mounts.get("/etc/unmask-tls")
+    check(m and m.get("readOnly") is True, "%s must mount the TLS Secret read-only: %s" % (c["name"], mounts))
+    check(vols[m["name"]]["secret"]["secretName"] == secret, "%s mounts %s, want the Secret %s" % (c["name"], vols[m["name"]], secret))
+    check(sorted(i["path"] for i in vols[m["name"]]["secret"]["items"]) == ["ca.crt", "tls.crt", "tls.key"], "TLS items")
+
+
+@case
+def tls():
+    # Plaintext by default: no TLS flag anywhere, gRPC-native probes.
+    docs, _ = render()
+    for o in objs(docs):
+        if o["kind"] in ("Deployment", "StatefulSet", "Pod"):
+            for c in containers(o, init=True):
+                check(not any("tls" in a for a in c.get("args", []) or []), "%s has TLS flags by default" % c["name"])
+    docs, _ = render("--set", "tls.enabled=true", "--set", "tls.secretName=my-tls")
+    name = "%s-unmask" % RELEASE
+    sched = container(one(docs, "Deployment", "scheduler"), "scheduler")
+    sts = one(docs, "StatefulSet", "worker")
+    servers = [(one(docs, "Deployment", "scheduler"), sched)] + [(sts, c) for c in containers(sts)]
+    for o, c in servers:
+        for f, path in TLS_FILES.items():
+            check(flag1(docs, c, f) == path, "%s --%s=%s, want %s" % (c["name"], f, flag1(docs, c, f), path))
+        check("--tls-require-client-cert" in c["args"], "%s: mutual TLS by default" % c["name"])
+        check_tls_mount(docs, o, c, "my-tls")
+        check("exec" in c["livenessProbe"] and "--tls-server-name=%s" % name in c["livenessProbe"]["exec"]["command"],
+              "%s probes over TLS with the server name: %s" % (c["name"], c["livenessProbe"]))
+    for peer, c in [("executor", sched)] + [("loader", c) for c in containers(sts) if c["name"].startswith("executor-")]:
+        for f, path in TLS_FILES.items():
+            f = f.replace("tls-", peer + "-tls-")
+            check(flag1(docs, c, f) == path, "%s --%s=%s, want %s" % (c["name"], f, flag1(docs, c, f), path))
+        check(flag1(docs, c, peer + "-tls-server-name") == name, "%s checks the %s for %s" % (c["name"], peer, name))
+    test_pod = objs(docs, "Pod")[0]
+    for c in containers(test_pod, init=True):
+        check("--tls-ca=/etc/unmask-tls/ca.crt" in c["args"] and "--tls-server-name=%s" % name in c["args"],
+              "helm test's %s must use TLS: %s" % (c["name"], c["args"]))
+        check(c["args"].index("--tls-ca=/etc/unmask-tls/ca.crt") < c["args"].index("health" if c["name"] == "health" else "generate"),
+              "the CLI's TLS flags go before the subcommand")
+        check_tls_mount(docs, test_pod, c, "my-tls")
+    # TLS without client certificates, and a name of one's own.
+    docs, _ = render("--set", "tls.enabled=true", "--set", "tls.secretName=my-tls", "--set", "tls.requireClientCert=false",
+                     "--set", "tls.serverName=unmask.internal", "--set", "worker.executorsPerGpu=2")
+    sts = one(docs, "StatefulSet", "worker")
+    for c in containers(sts):
+        check("--tls-require-client-cert" not in c["args"], "%s: no mutual TLS when requireClientCert=false" % c["name"])
+    check(flag1(docs, container(sts, "executor-1"), "loader-tls-server-name") == "unmask.internal", "tls.serverName")
+    render_fails(["--set", "tls.enabled=true"], "tls.secretName is required when tls.enabled")
+
+
 @case
 def values_file():
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:

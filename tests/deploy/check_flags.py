@@ -42,6 +42,9 @@ VARIANTS = [
     ["--set", "models.source=hostPath", "--set", "models.hostPath.path=/srv/models"],
     ["--set", "worker.loader.preload={LLaDA-1.5:int8,Other}", "--set", "scheduler.replicas=3"],
     ["--set", "tests.enabled=false"],
+    ["--set", "tls.enabled=true", "--set", "tls.secretName=my-tls"],
+    ["--set", "tls.enabled=true", "--set", "tls.secretName=my-tls", "--set", "tls.requireClientCert=false",
+     "--set", "worker.executorsPerGpu=2"],
 ]
 
 

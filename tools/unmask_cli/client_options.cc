@@ -1,6 +1,10 @@
 #include "tools/unmask_cli/client_options.h"
 
 #include <fstream>
+#include <iostream>
+
+#include "services/common/grpc_tls.h"
+#include "services/common/tls_flags.h"
 
 namespace unmask::cli {
 
@@ -25,7 +29,12 @@ std::unique_ptr<grpc::ClientContext> ClientOptions::Context() const {
 }
 
 std::shared_ptr<grpc::Channel> ClientOptions::Channel(const std::string& address) const {
-  return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto material = tls::LoadClientTls(tls);
+  if (!material.ok()) {
+    std::cerr << "unmask: " << material.status().message() << "\n";
+    throw CLI::RuntimeError(2);
+  }
+  return tls::CreateChannel(address, *material);
 }
 
 RpcCall ClientOptions::Call(std::string_view method, std::string_view address) const {
@@ -40,6 +49,11 @@ void AddClientOptions(CLI::App& app, ClientOptions& o) {
   app.add_option("--api-key", o.api_key, "API key")->envname("UNMASK_API_KEY");
   app.add_option("--api-key-file", o.api_key_file, "File whose first line is the API key");
   app.add_option("--timeout", o.timeout_seconds, "Call deadline in seconds (0 = none)");
+  tls::AddClientTlsFlags(app, &o.tls, "", "the service");
+  app.get_option("--tls-ca")->envname("UNMASK_TLS_CA");
+  app.get_option("--tls-cert")->envname("UNMASK_TLS_CERT");
+  app.get_option("--tls-key")->envname("UNMASK_TLS_KEY");
+  app.get_option("--tls-server-name")->envname("UNMASK_TLS_SERVER_NAME");
 }
 
 }  // namespace unmask::cli

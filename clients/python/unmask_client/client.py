@@ -228,14 +228,51 @@ class GenerationStream:
         self.close()
 
 
+def _read_pem(argument: str, path: Optional[str]) -> Optional[bytes]:
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ValueError(f"{argument} {path}: cannot read it: {e.strerror}") from None
+    if b"-----BEGIN " not in data:
+        raise ValueError(f"{argument} {path}: no PEM block in it (expected '-----BEGIN ...-----')")
+    return data
+
+
+def tls_channel(target: str, tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
+                tls_key: Optional[str] = None, tls_server_name: Optional[str] = None) -> grpc.Channel:
+    """A TLS channel to target, like the CLI's --tls-ca/--tls-cert/--tls-key/--tls-server-name:
+    tls_ca is the PEM file of the CA the server's certificate must chain to (None: the system's
+    roots); tls_cert and tls_key, this client's certificate for servers that require one
+    (mutual TLS); tls_server_name, the name the server's certificate must carry when it is not
+    the target's host."""
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("tls_cert and tls_key: give both or neither")
+    credentials = grpc.ssl_channel_credentials(root_certificates=_read_pem("tls_ca", tls_ca),
+                                               private_key=_read_pem("tls_key", tls_key),
+                                               certificate_chain=_read_pem("tls_cert", tls_cert))
+    options = [("grpc.ssl_target_name_override", tls_server_name)] if tls_server_name else []
+    return grpc.secure_channel(target, credentials, options=options)
+
+
 class Client:
     """A connection to an unmask scheduler (gRPC). api_key is sent as 'authorization: Bearer
-    <key>' on every call; timeout (seconds) bounds each call, None = no deadline."""
+    <key>' on every call; timeout (seconds) bounds each call, None = no deadline.
+    Plaintext unless tls=True or a tls_* argument is given (see tls_channel)."""
 
     def __init__(self, target: str = "127.0.0.1:50051", api_key: Optional[str] = None,
-                 timeout: Optional[float] = None, channel: Optional[grpc.Channel] = None):
+                 timeout: Optional[float] = None, channel: Optional[grpc.Channel] = None, *,
+                 tls: bool = False, tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None, tls_server_name: Optional[str] = None):
         if api_key is not None and (not isinstance(api_key, str) or not api_key or any(c.isspace() for c in api_key)):
             raise ValueError("api_key: a non-empty string without whitespace")
+        wants_tls = tls or any(a is not None for a in (tls_ca, tls_cert, tls_key, tls_server_name))
+        if channel is not None and wants_tls:
+            raise ValueError("channel: give either a channel or tls arguments, not both")
+        if wants_tls:
+            channel = tls_channel(target, tls_ca, tls_cert, tls_key, tls_server_name)
         self._channel = channel or grpc.insecure_channel(target)
         self._stub = scheduler_pb2_grpc.SchedulerStub(self._channel)
         self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()

@@ -148,17 +148,88 @@ securityContext:
 {{- default (include "unmask.componentName" (dict "ctx" . "component" "api-keys")) .Values.scheduler.apiKeys.existingSecret -}}
 {{- end -}}
 
-{{/* gRPC-native probes: (dict "port" N "probes" .Values.x.probes). */}}
+{{/* Probes: (dict "port" N "probes" .Values.x.probes "ctx" $). gRPC-native; with tls.enabled
+       an exec probe running `unmask health` over TLS instead (Kubernetes' gRPC probes cannot
+       speak TLS). */}}
 {{- define "unmask.grpcProbes" -}}
 {{- $port := .port | int -}}
+{{- $tls := .ctx.Values.tls -}}
 {{- range $i, $kind := list "startup" "liveness" "readiness" }}
 {{- $p := index $.probes $kind }}{{ if $i }}{{ "\n" }}{{ end }}{{ $kind }}Probe:
+  {{- if $tls.enabled }}
+  exec:
+    command:
+      - unmask
+      - --timeout={{ $p.timeoutSeconds | int }}
+      {{- include "unmask.tlsClientArgs" (dict "ctx" $.ctx "peer" "") | nindent 6 }}
+      - health
+      - --addr=127.0.0.1:{{ $port }}
+  {{- else }}
   grpc:
     port: {{ $port }}
+  {{- end }}
   periodSeconds: {{ $p.periodSeconds | int }}
   timeoutSeconds: {{ $p.timeoutSeconds | int }}
   failureThreshold: {{ $p.failureThreshold | int }}
 {{- end }}
+{{- end -}}
+
+{{/* TLS --------------------------------------------------------------------------------------- */}}
+
+{{/* The name every client checks the services' certificate for (tls.serverName or the fullname). */}}
+{{- define "unmask.tlsServerName" -}}
+{{- default (include "unmask.fullname" .) .Values.tls.serverName -}}
+{{- end -}}
+
+{{/* A service's server flags (the list items), empty when tls.enabled is false. */}}
+{{- define "unmask.tlsServerArgs" -}}
+{{- if .Values.tls.enabled -}}
+{{- $d := .Values.tls.mountPath -}}
+- --tls-cert={{ $d }}/tls.crt
+- --tls-key={{ $d }}/tls.key
+- --tls-ca={{ $d }}/ca.crt
+{{- if .Values.tls.requireClientCert }}
+- --tls-require-client-cert
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* A client's flags for one peer: (dict "ctx" $ "peer" "loader"); peer "" for the CLI. The
+       services' certificate doubles as the client certificate. */}}
+{{- define "unmask.tlsClientArgs" -}}
+{{- if .ctx.Values.tls.enabled -}}
+{{- $d := .ctx.Values.tls.mountPath -}}
+{{- $f := printf "--%stls-" (ternary "" (printf "%s-" .peer) (eq .peer "")) -}}
+- {{ $f }}ca={{ $d }}/ca.crt
+- {{ $f }}cert={{ $d }}/tls.crt
+- {{ $f }}key={{ $d }}/tls.key
+- {{ $f }}server-name={{ include "unmask.tlsServerName" .ctx }}
+{{- end -}}
+{{- end -}}
+
+{{/* The volumeMount (a list item) of the TLS Secret, empty when tls.enabled is false. */}}
+{{- define "unmask.tlsVolumeMount" -}}
+{{- if .Values.tls.enabled -}}
+- name: tls
+  mountPath: {{ .Values.tls.mountPath }}
+  readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* The volume (a list item) of the TLS Secret, empty when tls.enabled is false. */}}
+{{- define "unmask.tlsVolume" -}}
+{{- if .Values.tls.enabled -}}
+- name: tls
+  secret:
+    secretName: {{ .Values.tls.secretName }}
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+      - key: ca.crt
+        path: ca.crt
+{{- end -}}
 {{- end -}}
 
 {{/* The settings every service reads from the ConfigMap (expanded in args as $(NAME)). */}}
@@ -189,6 +260,9 @@ securityContext:
 {{- $_ = required "models.existingClaim is required when models.source=existingClaim (name of the PersistentVolumeClaim holding the checkpoints)" .Values.models.existingClaim -}}
 {{- else if eq .Values.models.source "hostPath" -}}
 {{- $_ = required "models.hostPath.path is required when models.source=hostPath (directory on the node holding the checkpoints)" .Values.models.hostPath.path -}}
+{{- end -}}
+{{- if .Values.tls.enabled -}}
+{{- $_ = required "tls.secretName is required when tls.enabled (a Secret with tls.crt, tls.key and ca.crt, e.g. from cert-manager)" .Values.tls.secretName -}}
 {{- end -}}
 {{- if and .Values.scheduler.apiKeys.enabled .Values.scheduler.apiKeys.existingSecret -}}
 {{- $_ = required "scheduler.apiKeys.secretKey is required with scheduler.apiKeys.existingSecret" .Values.scheduler.apiKeys.secretKey -}}

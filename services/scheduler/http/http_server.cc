@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "services/scheduler/http/http_errors.h"
+#include "services/scheduler/http/tls_context.h"
 
 namespace unmask::scheduler::http {
 namespace {
@@ -35,7 +36,16 @@ void Guarded(httplib::Response& res, Fn&& fn) {
 }  // namespace
 
 OpenAiHttpServer::OpenAiHttpServer(CompletionService& service, HttpServerOptions options)
-    : service_(service), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {}
+    : service_(service), options_(std::move(options)) {
+  if (!options_.tls) {
+    server_ = std::make_unique<httplib::Server>();
+    return;
+  }
+  server_ = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) {
+    tls_status_ = ConfigureServerContext(ctx, *options_.tls);
+    return tls_status_.ok();
+  });
+}
 
 OpenAiHttpServer::~OpenAiHttpServer() { Stop(); }
 
@@ -130,6 +140,9 @@ void OpenAiHttpServer::Route() {
 }
 
 StatusOr<int> OpenAiHttpServer::Start() {
+  if (!server_->is_valid()) {
+    return tls_status_.ok() ? InternalError("http: cannot set up the TLS context") : tls_status_;
+  }
   Route();
   int port = options_.port;
   if (port == 0) {

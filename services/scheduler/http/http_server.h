@@ -12,9 +12,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "services/common/tls_options.h"
 #include "services/scheduler/http/completion_service.h"
 
 namespace httplib {
@@ -28,6 +30,7 @@ struct HttpServerOptions {
   int port = 0;  // 0 picks a free port
   std::size_t max_body_bytes = 4u << 20;
   int threads = 32;  // requests served at once (a streamed request holds one for its whole job)
+  std::optional<tls::ServerTlsMaterial> tls;  // HTTPS (and mutual TLS); std::nullopt: plain HTTP
 };
 
 class OpenAiHttpServer {
@@ -37,7 +40,8 @@ class OpenAiHttpServer {
   OpenAiHttpServer(const OpenAiHttpServer&) = delete;
   OpenAiHttpServer& operator=(const OpenAiHttpServer&) = delete;
 
-  // Binds and serves on a thread of its own; returns the bound port.
+  // Binds and serves on a thread of its own; returns the bound port. InvalidArgument when the
+  // TLS material cannot make a server context.
   StatusOr<int> Start();
   // Ends the requests in flight (a waiting client gets 503, its job goes on in the queue) and
   // stops serving.
@@ -48,7 +52,8 @@ class OpenAiHttpServer {
 
   CompletionService& service_;
   HttpServerOptions options_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with options_.tls
+  Status tls_status_;                         // why the SSLServer could not be set up
   std::thread thread_;
 };
 
