@@ -44,8 +44,11 @@ void Process::ReadLoop(int fd) {
     output_.append(buf, static_cast<std::size_t>(n));
   }
   ::close(fd);
-  std::lock_guard<std::mutex> lock(mu_);
-  eof_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    eof_ = true;
+  }
+  eof_cv_.notify_all();
 }
 
 std::string Process::WaitForLine(const std::string& needle, std::chrono::milliseconds timeout) {
@@ -84,6 +87,9 @@ int Process::Wait() {
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // The child has exited, but the reader may not have drained the pipe yet.
+  std::unique_lock<std::mutex> lock(mu_);
+  eof_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return eof_; });
   return exit_code_;
 }
 

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,7 +27,8 @@ class Process {
   // The number after "port " in the first line that contains `needle`, or -1.
   int WaitForPort(const std::string& needle, std::chrono::milliseconds timeout);
   void Kill(int signal);
-  // Waits for exit; returns the exit code, or 128 + signal.
+  // Waits for exit and for the output the process wrote before it (up to 5 s more, in case a child
+  // of it still holds the pipe); returns the exit code, or 128 + signal.
   int Wait();
   bool running();
   std::string output() const;
@@ -38,6 +40,7 @@ class Process {
   pid_t pid_ = -1;
   std::thread reader_;
   mutable std::mutex mu_;
+  std::condition_variable eof_cv_;
   std::string output_;
   bool eof_ = false;
   int exit_code_ = -1;
