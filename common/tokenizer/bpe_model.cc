@@ -15,6 +15,9 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(BpeOptions options,
   int32_t max_id = -1;
   for (const auto& [token, id] : vocab) {
     if (id < 0) return InvalidArgumentError("vocab['" + token + "']: negative id " + std::to_string(id));
+    if (id >= kTokenIdLimit) {
+      return InvalidArgumentError("vocab['" + token + "']: id " + std::to_string(id) + " is not below 2^24");
+    }
     max_id = std::max(max_id, id);
   }
   model->id_to_token_.resize(static_cast<size_t>(max_id) + 1);

@@ -16,6 +16,10 @@
 
 namespace unmask::tokenizer {
 
+// Token ids are below 2^24, the largest vocab_size config.json accepts (LLaDA: 126464). A
+// tokenizer.json with a larger id is refused: a table indexed by id would not fit in memory.
+inline constexpr int64_t kTokenIdLimit = int64_t{1} << 24;
+
 struct BpeOptions {
   std::optional<std::string> unk_token;   // emitted for characters missing from the vocabulary
   std::string continuing_subword_prefix;  // prepended to every symbol but a word's first

@@ -21,8 +21,8 @@ Status ParseVocab(const Json& model, std::vector<std::pair<std::string, int32_t>
   vocab->reserve(it->size());
   for (auto entry = it->begin(); entry != it->end(); ++entry) {
     const Json& id = entry.value();
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return InvalidArgumentError("model.vocab['" + entry.key() + "']: expected an id in [0, 2^31)");
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kTokenIdLimit) {
+      return InvalidArgumentError("model.vocab['" + entry.key() + "']: expected an id in [0, 2^24), got " + id.dump());
     }
     vocab->emplace_back(entry.key(), static_cast<int32_t>(id.get<int64_t>()));
   }
@@ -102,8 +102,9 @@ StatusOr<std::vector<AddedToken>> ParseAddedTokens(const Json& root, const BpeMo
     if (!t.is_object()) return InvalidArgumentError(where + ": expected an object");
     AddedToken token;
     auto id = t.find("id");
-    if (id == t.end() || !id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() > INT32_MAX) {
-      return InvalidArgumentError(where + ".id: expected an id in [0, 2^31)");
+    if (id == t.end() || !id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() >= kTokenIdLimit) {
+      return InvalidArgumentError(where + ".id: expected an id in [0, 2^24)" +
+                                  (id == t.end() ? std::string(", and there is none") : ", got " + id->dump()));
     }
     token.id = static_cast<int32_t>(id->get<int64_t>());
     UNMASK_RETURN_IF_ERROR(json_parse::GetRequiredString(t, "content", where, &token.content));
