@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/jobs/job_store_fixture.h"
 
@@ -150,85 +153,91 @@ TEST_F(RedisJobStoreTest, UnreachableServerIsUnavailableNamingTheCommand) {
   EXPECT_NE(none.status().message().find("redis connect"), std::string::npos);
 }
 
-// A queued job survives a crash of Redis when AOF is on; the same store object reconnects.
-TEST(RedisRestartTest, QueuedJobSurvivesARestartWithAppendOnlyFile) {
+// A redis-server with the append-only file on (and `extra_args`), and a store connected to it.
+void StartAofServerAndStore(std::vector<std::string> extra_args, std::unique_ptr<RedisServer>* server,
+                            std::unique_ptr<RedisJobStore>* store) {
   RedisServerOptions server_options;
   server_options.append_only = true;
-  auto server = RedisServer::Start(server_options);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  server_options.extra_args = std::move(extra_args);
+  auto started = RedisServer::Start(server_options);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  *server = std::move(*started);
   RedisJobStoreOptions options;
   options.endpoint.port = (*server)->port();
-  auto store = RedisJobStore::Connect(options);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto connected = RedisJobStore::Connect(options);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  *store = std::move(*connected);
+}
+
+// A queued job survives a crash of Redis when AOF is on; the same store object reconnects.
+TEST(RedisRestartTest, QueuedJobSurvivesARestartWithAppendOnlyFile) {
+  std::unique_ptr<RedisServer> server;
+  std::unique_ptr<RedisJobStore> store;
+  ASSERT_NO_FATAL_FAILURE(StartAofServerAndStore({}, &server, &store));
 
   JobRecord job;
   job.model = "llada-8b";
   job.payload = "request";
   job.priority = 2;
   job.idempotency_key = "survivor";
-  auto submitted = (*store)->Submit(job);
+  auto submitted = store->Submit(job);
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
 
-  (*server)->Kill();  // SIGKILL: only what reached the AOF survives
-  auto down = (*store)->Get(submitted->job_id);
+  server->Kill();  // SIGKILL: only what reached the AOF survives
+  auto down = store->Get(submitted->job_id);
   EXPECT_EQ(down.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(down.status().message().find("redis"), std::string::npos) << down.status().message();
-  ASSERT_TRUE((*server)->Restart().ok());
+  ASSERT_TRUE(server->Restart().ok());
 
-  auto after = (*store)->Get(submitted->job_id);
+  auto after = store->Get(submitted->job_id);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->state, JobState::kQueued);
   EXPECT_EQ(after->payload, "request");
-  auto duplicate = (*store)->Submit(job);
+  auto duplicate = store->Submit(job);
   ASSERT_TRUE(duplicate.ok()) << duplicate.status().ToString();
   EXPECT_TRUE(duplicate->duplicate);
-  EXPECT_EQ(*(*store)->QueueDepth(), 1);
-  auto claimed = (*store)->Claim("after-restart", 0);
+  EXPECT_EQ(*store->QueueDepth(), 1);
+  auto claimed = store->Claim("after-restart", 0);
   ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
   ASSERT_TRUE(claimed->has_value());
   EXPECT_EQ((*claimed)->record.job_id, submitted->job_id);
-  EXPECT_TRUE((*store)->Complete(submitted->job_id, (*claimed)->handle, "done").ok());
+  EXPECT_TRUE(store->Complete(submitted->job_id, (*claimed)->handle, "done").ok());
 }
 
 // While a restarted Redis reads its AOF it refuses commands with LOADING. That is Unavailable
 // (try again), not a corrupt record: the chaos test saw a client's Watch give up with DATA_LOSS
 // ("stored record is not a hash") on a job that went on to succeed.
 TEST(RedisRestartTest, AServerStillLoadingItsAofIsUnavailableNotDataLoss) {
-  RedisServerOptions server_options;
-  server_options.append_only = true;
+  std::unique_ptr<RedisServer> server;
+  std::unique_ptr<RedisJobStore> store;
   // 50 us per key while loading, and clients served meanwhile: the 30,000 filler keys below
   // keep it loading for about 1.5 s.
-  server_options.extra_args = {"--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"};
-  auto server = RedisServer::Start(server_options);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
-  RedisJobStoreOptions options;
-  options.endpoint.port = (*server)->port();
-  auto store = RedisJobStore::Connect(options);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(StartAofServerAndStore(
+      {"--key-load-delay", "50", "--loading-process-events-interval-bytes", "1024"}, &server, &store));
   JobRecord job;
   job.model = "m";
-  auto submitted = (*store)->Submit(job);
+  auto submitted = store->Submit(job);
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
   for (int i = 0; i < 30; ++i) {
-    auto filled = (*store)->client().Command(
+    auto filled = store->client().Command(
         {"EVAL", "for i = 1, 1000 do redis.call('SET', 'filler:' .. ARGV[1] .. ':' .. i, 'x') end", "0",
          std::to_string(i)});
     ASSERT_TRUE(filled.ok()) << filled.status().ToString();
   }
 
-  (*server)->Kill();
-  ASSERT_TRUE((*server)->Restart(/*wait_until_loaded=*/false).ok());
+  server->Kill();
+  ASSERT_TRUE(server->Restart(/*wait_until_loaded=*/false).ok());
   const std::string& id = submitted->job_id;
-  auto during = (*store)->Get(id);
+  auto during = store->Get(id);
   EXPECT_EQ(during.status().code(), StatusCode::kUnavailable) << during.status().ToString();
   EXPECT_NE(during.status().message().find("LOADING"), std::string::npos) << during.status().message();
-  EXPECT_EQ((*store)->CancelRequested(id).status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ((*store)->Position(id).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(store->CancelRequested(id).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(store->Position(id).status().code(), StatusCode::kUnavailable);
 
   StatusOr<JobRecord> after = during;
   for (int i = 0; i < 200 && !after.ok(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling for the end of loading
-    after = (*store)->Get(id);
+    after = store->Get(id);
   }
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->state, JobState::kQueued);
