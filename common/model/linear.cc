@@ -4,10 +4,12 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
 #include "common/model/small_gemm.h"
+#include "common/model/threading.h"
 #include "common/weights/tensor_view.h"
 
 namespace unmask::model {
@@ -46,24 +48,64 @@ at::Tensor Grouped(const at::Tensor& per_group, std::int64_t group, std::int64_t
   return per_group.repeat_interleave(group, 1).narrow(1, 0, cols);
 }
 
-// Rows of x up to which the few-row kernel (small_gemm.h) replaces the BLAS for float32 on the
-// CPU; bench_small_gemm compares the two.
+// Rows of x up to which the few-row kernels (small_gemm.h) replace the BLAS for float32 x on the
+// CPU; bench_small_gemm compares them.
 constexpr std::int64_t kSmallGemmMaxRows = 320;
 
-// x W^T. Float32 products with few rows and no autograd go to the kernel that does not repack W.
+// x W^T through the BLAS. Where ConfigureThreading held the BLAS to one thread (threading.h),
+// a large product is split by output columns across the intra-op pool instead, one BLAS call
+// per chunk; each column is computed as the BLAS computes it alone.
+at::Tensor BlasProduct(const at::Tensor& x, const at::Tensor& w) {
+  const bool split = BlasHeldToOneThread() && x.device().is_cpu() && w.device().is_cpu() && w.dim() == 2 &&
+                     x.dim() >= 1 && x.size(-1) == w.size(1) && x.scalar_type() == w.scalar_type() &&
+                     !at::in_parallel_region() &&
+                     !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
+  const std::int64_t K = w.size(1), N = w.size(0), M = K > 0 ? x.numel() / K : 0;
+  const int threads = at::get_num_threads();
+  if (!split || threads < 2 || M * N * K < (std::int64_t{1} << 22) || N < 2 * threads) return at::linear(x, w);
+  const at::Tensor x2 = x.reshape({M, K});
+  at::Tensor y = at::empty({M, N}, x.options());
+  at::parallel_for(0, N, (N + threads - 1) / threads, [&](std::int64_t begin, std::int64_t end) {
+    y.narrow(1, begin, end - begin).copy_(at::mm(x2, w.narrow(0, begin, end - begin).t()));
+  });
+  std::vector<std::int64_t> sizes = x.sizes().vec();
+  sizes.back() = N;
+  return y.view(sizes);
+}
+
+// x W^T. Float32 x with no autograd goes to the active few-row kernel, which reads a float32 or
+// bf16 W in place (bf16 widened to float32 as it is loaded): a float32 W up to kSmallGemmMaxRows
+// rows of x (past that the BLAS's packing pays off), a bf16 W at any row count, in chunks of that
+// many rows (widening W for the BLAS would copy it whole at every call). Elsewhere a bf16 W with
+// float32 x is widened first and goes to the BLAS in float32.
 at::Tensor Product(const at::Tensor& x, const at::Tensor& w) {
-  const bool eligible = SmallGemmEnabled() && x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
+  const bool f32_x = x.scalar_type() == at::kFloat;
+  const bool bf16_w = w.scalar_type() == at::kBFloat16;
+  const GemmPath path = ActiveGemmPath();
+  const bool eligible = path != GemmPath::kBlas && f32_x && (w.scalar_type() == at::kFloat || bf16_w) &&
                         x.device().is_cpu() && w.device().is_cpu() && w.dim() == 2 && w.is_contiguous() &&
                         x.dim() >= 1 && x.size(-1) == w.size(1) && w.size(1) > 0 &&
                         !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
-  if (!eligible) return at::linear(x, w);
-  const std::int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
-  if (M == 0 || M > kSmallGemmMaxRows) return at::linear(x, w);
+  const std::int64_t M = eligible ? x.numel() / w.size(1) : 0;
+  if (!eligible || M == 0 || (M > kSmallGemmMaxRows && !bf16_w)) {
+    return f32_x && bf16_w ? BlasProduct(x, w.to(at::kFloat)) : BlasProduct(x, w);
+  }
+  const std::int64_t K = w.size(1), N = w.size(0);
   const at::Tensor xc = x.contiguous();
   std::vector<std::int64_t> sizes = x.sizes().vec();
   sizes.back() = N;
   at::Tensor y = at::empty(sizes, x.options());
-  SmallGemmF32(xc.data_ptr<float>(), M, K, w.data_ptr<float>(), N, y.data_ptr<float>(), N);
+  const float* xp = xc.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  for (std::int64_t m = 0; m < M; m += kSmallGemmMaxRows) {
+    const std::int64_t rows = std::min(kSmallGemmMaxRows, M - m);
+    if (bf16_w) {
+      const auto* wb = reinterpret_cast<const std::uint16_t*>(w.data_ptr<at::BFloat16>());
+      SmallGemmBf16W(path, xp + m * K, rows, K, wb, N, yp + m * N, N);
+    } else {
+      SmallGemmF32(path, xp + m * K, rows, K, w.data_ptr<float>(), N, yp + m * N, N);
+    }
+  }
   return y;
 }
 

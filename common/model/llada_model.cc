@@ -32,6 +32,12 @@ LladaModel::LladaModel(checkpoint::LladaConfig config, LladaWeights weights, Mod
 
 at::ScalarType LladaModel::compute_dtype() const { return ToScalarType(options_.precision); }
 
+// The table may be kept in its storage type (bf16 computed in fp32): rows are widened as looked up.
+at::Tensor LladaModel::Embed(const at::Tensor& ids) const {
+  at::Tensor x = at::embedding(weights_.wte, ids);
+  return x.scalar_type() == compute_dtype() ? x : x.to(compute_dtype());
+}
+
 at::Tensor LladaModel::Block(const LladaBlockWeights& blk, const at::Tensor& x, const RotaryTables& rope,
                              const at::Tensor& key_bias) const {
   const auto b = x.size(0), t = x.size(1);
@@ -52,7 +58,7 @@ at::Tensor LladaModel::Block(const LladaBlockWeights& blk, const at::Tensor& x, 
 }
 
 at::Tensor LladaModel::Hidden(const at::Tensor& input_ids, const at::Tensor& attention_mask) const {
-  at::Tensor x = at::embedding(weights_.wte, input_ids);
+  at::Tensor x = Embed(input_ids);
   const RotaryTables rope = MakeRotaryTables(input_ids.size(1), config_.head_dim(), config_.rope_theta, device_);
   const at::Tensor key_bias = KeyPaddingBias(attention_mask);
   for (const auto& blk : weights_.blocks) x = Block(blk, x, rope, key_bias);
@@ -95,7 +101,7 @@ at::Tensor LladaModel::HiddenFillCache(const at::Tensor& input_ids, const at::Te
   cache->batch = input_ids.size(0);
   cache->length = input_ids.size(1);
   cache->key_bias = KeyPaddingBias(attention_mask);
-  at::Tensor x = at::embedding(weights_.wte, input_ids);
+  at::Tensor x = Embed(input_ids);
   const RotaryTables rope = MakeRotaryTables(cache->length, config_.head_dim(), config_.rope_theta, device_);
   for (std::size_t i = 0; i < weights_.blocks.size(); ++i)
     x = CachedBlock(weights_.blocks[i], x, rope, 0, cache->key_bias, &cache->layers[i], /*fill=*/true);
@@ -110,7 +116,7 @@ at::Tensor LladaModel::HiddenSegment(const at::Tensor& segment_ids, std::int64_t
               segment_ids.size(0), " != cache batch ", cache->batch);
   TORCH_CHECK(offset >= 0 && offset + segment_ids.size(1) <= cache->length, "HiddenSegment: segment [", offset, ", ",
               offset + segment_ids.size(1), ") is outside the cached length ", cache->length);
-  at::Tensor x = at::embedding(weights_.wte, segment_ids);
+  at::Tensor x = Embed(segment_ids);
   // Tables over the cached length, as the fill made them, so that every position gets the
   // same sin/cos values it got there.
   const RotaryTables rope = MakeRotaryTables(cache->length, config_.head_dim(), config_.rope_theta, device_);

@@ -53,6 +53,7 @@ class LladaModel : public ModelBackend {
   at::ScalarType compute_dtype() const;
 
  private:
+  at::Tensor Embed(const at::Tensor& ids) const;
   at::Tensor Block(const LladaBlockWeights& blk, const at::Tensor& x, const struct RotaryTables& rope,
                    const at::Tensor& key_bias) const;
   // Block() for the rows at positions [offset, offset + T). fill: K/V of the rows are stored in

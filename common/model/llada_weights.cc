@@ -18,7 +18,9 @@ at::ScalarType StoredScalarType(checkpoint::DType dtype) {
   }
 }
 
-using DenseReader = std::function<StatusOr<at::Tensor>(const std::string& name)>;
+// `keep_stored`: a tensor the model may use in its storage type (a linear layer's weight, the
+// embedding table), so that a bf16 store computed in fp32 on the CPU is not copied (TensorOver).
+using DenseReader = std::function<StatusOr<at::Tensor>(const std::string& name, bool keep_stored)>;
 using LinearReader = std::function<StatusOr<Linear>(const std::string& name)>;
 
 // Puts the tensors of a LLaDA model together from whatever stores them.
@@ -26,12 +28,12 @@ StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const Den
                                 const LinearReader& linear) {
   LladaWeights w;
   const std::string p = "model.transformer.";
-  UNMASK_ASSIGN_OR_RETURN(w.wte, dense(p + "wte.weight"));
+  UNMASK_ASSIGN_OR_RETURN(w.wte, dense(p + "wte.weight", /*keep_stored=*/true));
   for (std::int64_t i = 0; i < config.n_layers; ++i) {
     const std::string b = p + "blocks." + std::to_string(i) + ".";
     LladaBlockWeights blk;
-    UNMASK_ASSIGN_OR_RETURN(blk.attn_norm, dense(b + "attn_norm.weight"));
-    UNMASK_ASSIGN_OR_RETURN(blk.ff_norm, dense(b + "ff_norm.weight"));
+    UNMASK_ASSIGN_OR_RETURN(blk.attn_norm, dense(b + "attn_norm.weight", false));
+    UNMASK_ASSIGN_OR_RETURN(blk.ff_norm, dense(b + "ff_norm.weight", false));
     UNMASK_ASSIGN_OR_RETURN(blk.q_proj, linear(b + "q_proj.weight"));
     UNMASK_ASSIGN_OR_RETURN(blk.k_proj, linear(b + "k_proj.weight"));
     UNMASK_ASSIGN_OR_RETURN(blk.v_proj, linear(b + "v_proj.weight"));
@@ -41,7 +43,7 @@ StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const Den
     UNMASK_ASSIGN_OR_RETURN(blk.ff_out, linear(b + "ff_out.weight"));
     w.blocks.push_back(std::move(blk));
   }
-  UNMASK_ASSIGN_OR_RETURN(w.ln_f, dense(p + "ln_f.weight"));
+  UNMASK_ASSIGN_OR_RETURN(w.ln_f, dense(p + "ln_f.weight", false));
   if (config.weight_tying) {
     w.lm_head = Linear(w.wte);
   } else {
@@ -50,11 +52,13 @@ StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const Den
   return w;
 }
 
-// A tensor over `data`: a zero-copy view when it already has the compute dtype on CPU. With
+// A tensor over `data`: a zero-copy view when it already has the compute dtype on CPU, or when
+// `keep_stored` and it is bf16 computed in fp32 on the CPU (the few-row kernels widen bf16
+// weights in registers: the weights stay shared and half the bytes are read). With
 // `device_data` (the same bytes already in the device's memory), a view of those, converted on
 // the device when the dtype differs.
 at::Tensor TensorOver(const std::uint8_t* data, const std::vector<std::int64_t>& shape, at::ScalarType stored,
-                      at::ScalarType compute, const at::Device& device, bool& is_view,
+                      at::ScalarType compute, const at::Device& device, bool& is_view, bool keep_stored,
                       const std::uint8_t* device_data = nullptr) {
   if (device_data != nullptr) {
     at::Tensor on_device = at::from_blob(const_cast<std::uint8_t*>(device_data), shape,
@@ -66,7 +70,8 @@ at::Tensor TensorOver(const std::uint8_t* data, const std::vector<std::int64_t>&
     return on_device.to(compute);
   }
   at::Tensor view = at::from_blob(const_cast<std::uint8_t*>(data), shape, at::TensorOptions().dtype(stored));
-  if (stored == compute && device.is_cpu()) {
+  const bool widened_in_registers = keep_stored && stored == at::kBFloat16 && compute == at::kFloat;
+  if ((stored == compute || widened_in_registers) && device.is_cpu()) {
     is_view = true;
     return view;  // read-only use; the mapping is kept alive by LladaWeights::backing
   }
@@ -82,12 +87,13 @@ StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
   UNMASK_ASSIGN_OR_RETURN(at::Device device, ParseDevice(options.device));
   const at::ScalarType compute = ToScalarType(options.precision);
   bool any_view = false;
-  DenseReader dense = [&](const std::string& name) -> StatusOr<at::Tensor> {
+  DenseReader dense = [&](const std::string& name, bool keep_stored) -> StatusOr<at::Tensor> {
     UNMASK_ASSIGN_OR_RETURN(checkpoint::TensorRef ref, ckpt->Find(name));
-    return TensorOver(ref.data(), ref.info->shape, StoredScalarType(ref.info->dtype), compute, device, any_view);
+    return TensorOver(ref.data(), ref.info->shape, StoredScalarType(ref.info->dtype), compute, device, any_view,
+                      keep_stored);
   };
   LinearReader linear = [&](const std::string& name) -> StatusOr<Linear> {
-    UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name));
+    UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name, true));
     return Linear(t);
   };
   try {
@@ -117,19 +123,19 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
     }
     return OkStatus();
   };
-  DenseReader dense = [&](const std::string& name) -> StatusOr<at::Tensor> {
+  DenseReader dense = [&](const std::string& name, bool keep_stored) -> StatusOr<at::Tensor> {
     UNMASK_ASSIGN_OR_RETURN(weights::TensorView v, segment->Find(name));
     UNMASK_RETURN_IF_ERROR(check_shape(v, name));
     if (v.entry->quantized())
       return UnimplementedError("tensor '" + name + "' is quantized; only linear layers may be");
-    return TensorOver(v.data, v.shape(), StoredScalarType(v.dtype()), compute, device, any_view,
+    return TensorOver(v.data, v.shape(), StoredScalarType(v.dtype()), compute, device, any_view, keep_stored,
                       on_device(v.entry->offset));
   };
   LinearReader linear = [&](const std::string& name) -> StatusOr<Linear> {
     UNMASK_ASSIGN_OR_RETURN(weights::TensorView v, segment->Find(name));
     UNMASK_RETURN_IF_ERROR(check_shape(v, name));
     if (!v.entry->quantized()) {
-      UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name));
+      UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name, true));
       return Linear(t);
     }
     any_view = true;

@@ -9,6 +9,19 @@ StatusOr<Precision> ParsePrecision(const std::string& text) {
   return InvalidArgumentError("precision '" + text + "' is not one of fp32, bf16, fp16");
 }
 
+StatusOr<std::optional<Precision>> ParsePrecisionFlag(const std::string& text) {
+  if (text == "auto") return std::optional<Precision>();
+  auto p = ParsePrecision(text);
+  if (!p.ok()) return InvalidArgumentError("precision '" + text + "' is not one of auto, fp32, bf16, fp16");
+  return std::optional<Precision>(*p);
+}
+
+Precision StoredPrecision(const std::string& loader_precision) {
+  if (loader_precision == "fp32" || loader_precision == "float32") return Precision::kFloat32;
+  if (loader_precision == "fp16" || loader_precision == "float16") return Precision::kFloat16;
+  return Precision::kBFloat16;
+}
+
 const char* PrecisionName(Precision p) {
   switch (p) {
     case Precision::kFloat32: return "fp32";

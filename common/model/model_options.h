@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/util/status.h"
@@ -11,10 +12,17 @@ namespace unmask::model {
 enum class Precision { kFloat32, kBFloat16, kFloat16 };
 
 StatusOr<Precision> ParsePrecision(const std::string& text);  // "fp32" | "bf16" | "fp16"
+// The --precision flag: "auto" (nullopt: ChooseCompute in cpu_features.h decides) or a precision.
+StatusOr<std::optional<Precision>> ParsePrecisionFlag(const std::string& text);
+// The storage type of weights a loader reports ("bf16", "fp16", "fp32", "int8", "int4:g64",
+// "checkpoint"...): quantized and unknown ones count as bf16, the type they dequantize to.
+Precision StoredPrecision(const std::string& loader_precision);
 const char* PrecisionName(Precision p);
 
 struct ModelOptions {
   Precision precision = Precision::kFloat32;
+  // Why this precision (ChooseCompute's reason), for logs, GetCapacity and the metrics.
+  std::string precision_why;
   // "cpu" or "cuda", "cuda:N".
   std::string device = "cpu";
   // > 0: attention is computed in chunks of this many query rows, so that the score matrix never

@@ -1,123 +1,92 @@
+// The active path, and the split of W-rows across threads; the tiles are in
+// small_gemm_avx512.cc and small_gemm_avx2.cc (compiled for their instruction sets through target
+// attributes only, so this file and its callers run on any x86-64).
 #include "common/model/small_gemm.h"
 
+#include "common/model/small_gemm_tiles.h"
+
 #include <ATen/Parallel.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
+#include <stdexcept>
+#include <string>
 
 namespace unmask::model {
 
+
 namespace {
 
-std::atomic<bool> g_enabled{true};
+namespace internal = small_gemm_internal;
 
-#define UNMASK_AVX512 __attribute__((target("avx512f,fma")))
-
-constexpr int kRowsX = 6;  // x-rows per tile
-constexpr int kRowsW = 4;  // W-rows per tile: 6 x 4 accumulators + 4 W vectors + 1 x vector
-
-// y[m][n] for MT rows of x and NT rows of w. Every element is the 16-lane sum, over k in steps
-// of 16, of x * w, reduced once at the end: the order depends on neither MT nor NT.
-// The sum of the 16 lanes, in a fixed order. (The all-lanes masked forms: GCC 12's unmasked
-// ones pass an "undefined" source that -Wuninitialized reports.)
-UNMASK_AVX512 inline float LaneSum(__m512 v) {
-  constexpr __mmask16 kAll = 0xFFFF;
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0x4E));  // + the other 256-bit half
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0xB1));  // + the neighbouring 128-bit lane
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll, v, 0x4E));        // + the other pair in the lane
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll, v, 0xB1));        // + the neighbour
-  return _mm512_cvtss_f32(v);
+std::atomic<GemmPath>& Active() {
+  static std::atomic<GemmPath> active{BestGemmPath(HostCpuFeatures())};
+  return active;
 }
 
-template <int MT, int NT>
-UNMASK_AVX512 inline void Tile(const float* x, std::int64_t K, const float* w, float* y, std::int64_t ldy) {
-  __m512 acc[MT][NT];
-#pragma GCC unroll 8
-  for (int m = 0; m < MT; ++m)
-#pragma GCC unroll 4
-    for (int n = 0; n < NT; ++n) acc[m][n] = _mm512_setzero_ps();
-  std::int64_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    __m512 wv[NT];
-#pragma GCC unroll 4
-    for (int n = 0; n < NT; ++n) wv[n] = _mm512_loadu_ps(w + n * K + k);
-#pragma GCC unroll 8
-    for (int m = 0; m < MT; ++m) {
-      const __m512 xv = _mm512_loadu_ps(x + m * K + k);
-#pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) acc[m][n] = _mm512_fmadd_ps(xv, wv[n], acc[m][n]);
-    }
-  }
-  if (k < K) {
-    const __mmask16 mask = static_cast<__mmask16>((1u << (K - k)) - 1);
-    __m512 wv[NT];
-#pragma GCC unroll 4
-    for (int n = 0; n < NT; ++n) wv[n] = _mm512_maskz_loadu_ps(mask, w + n * K + k);
-#pragma GCC unroll 8
-    for (int m = 0; m < MT; ++m) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * K + k);
-#pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) acc[m][n] = _mm512_fmadd_ps(xv, wv[n], acc[m][n]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int m = 0; m < MT; ++m)
-#pragma GCC unroll 4
-    for (int n = 0; n < NT; ++n) y[m * ldy + n] = LaneSum(acc[m][n]);
+// The flags the kernel of `path` is compiled for (its target attribute) that `cpu` lacks.
+std::string MissingFlags(GemmPath path, const CpuFeatures& cpu) {
+  std::string missing;
+  auto need = [&](bool has, const char* flag) {
+    if (!has) missing += std::string(missing.empty() ? "" : " ") + flag;
+  };
+  if (path == GemmPath::kAvx512) need(cpu.avx512f, "avx512f");
+  if (path == GemmPath::kAvx2) need(cpu.avx2, "avx2");
+  if (path != GemmPath::kBlas) need(cpu.fma, "fma");
+  return missing;
 }
 
-// All rows of x against NT rows of w.
-template <int NT>
-UNMASK_AVX512 void AllRowsOfX(const float* x, std::int64_t M, std::int64_t K, const float* w, float* y,
-                              std::int64_t ldy) {
-  std::int64_t m = 0;
-  for (; m + kRowsX <= M; m += kRowsX) Tile<kRowsX, NT>(x + m * K, K, w, y + m * ldy, ldy);
-  const float* xr = x + m * K;
-  float* yr = y + m * ldy;
-  switch (M - m) {
-    case 5: Tile<5, NT>(xr, K, w, yr, ldy); break;
-    case 4: Tile<4, NT>(xr, K, w, yr, ldy); break;
-    case 3: Tile<3, NT>(xr, K, w, yr, ldy); break;
-    case 2: Tile<2, NT>(xr, K, w, yr, ldy); break;
-    case 1: Tile<1, NT>(xr, K, w, yr, ldy); break;
-    default: break;
-  }
-}
-
-// W-rows [begin, end).
-UNMASK_AVX512 void WRows(const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t begin,
-                         std::int64_t end, float* y, std::int64_t ldy) {
-  std::int64_t n = begin;
-  for (; n + kRowsW <= end; n += kRowsW) AllRowsOfX<kRowsW>(x, M, K, w + n * K, y + n, ldy);
-  for (; n < end; ++n) AllRowsOfX<1>(x, M, K, w + n * K, y + n, ldy);
-}
-
-}  // namespace
-
-bool SmallGemmSupported() {
-  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  return supported;
-}
-
-bool SmallGemmEnabled() { return g_enabled.load(std::memory_order_relaxed) && SmallGemmSupported(); }
-
-void SetSmallGemmEnabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
-
-void SmallGemmF32(const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t N, float* y,
-                  std::int64_t ldy) {
+template <typename W>
+void Run(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const W* w, std::int64_t N, float* y,
+         std::int64_t ldy) {
+  if (path == GemmPath::kBlas || !GemmPathRuns(path, HostCpuFeatures()))
+    throw std::invalid_argument(std::string("small gemm: this CPU cannot run the ") + GemmPathName(path) +
+                                " kernel");
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     for (std::int64_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + N, 0.0f);
     return;
   }
-  // Tiles of kRowsW W-rows; a chunk is at least ~256k multiply-adds so that small layers do not
+  const bool avx512 = path == GemmPath::kAvx512;
+  const std::int64_t rows_w = avx512 ? internal::kAvx512RowsW : internal::kAvx2RowsW;
+  // Tiles of rows_w W-rows; a chunk is at least ~256k multiply-adds so that small layers do not
   // pay for a parallel region they cannot use.
-  const std::int64_t tiles = (N + kRowsW - 1) / kRowsW;
-  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 18) / (M * K * kRowsW));
+  const std::int64_t tiles = (N + rows_w - 1) / rows_w;
+  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 18) / (M * K * rows_w));
   at::parallel_for(0, tiles, grain, [&](std::int64_t begin, std::int64_t end) {
-    WRows(x, M, K, w, begin * kRowsW, std::min(N, end * kRowsW), y, ldy);
+    const std::int64_t n0 = begin * rows_w, n1 = std::min(N, end * rows_w);
+    if (avx512) {
+      internal::Avx512WRows(x, M, K, w, n0, n1, y, ldy);
+    } else {
+      internal::Avx2WRows(x, M, K, w, n0, n1, y, ldy);
+    }
   });
+}
+
+}  // namespace
+
+GemmPath ActiveGemmPath() { return Active().load(std::memory_order_relaxed); }
+
+Status SetGemmPath(GemmPath path) {
+  const CpuFeatures& cpu = HostCpuFeatures();
+  if (!GemmPathRuns(path, cpu)) {
+    std::string missing = MissingFlags(path, cpu);
+    if (missing.empty()) missing = "a flag it needs";
+    return InvalidArgumentError(std::string("gemm path ") + GemmPathName(path) + ": this CPU lacks " + missing +
+                                " (it has: " + DescribeCpuFlags(cpu) + ")");
+  }
+  Active().store(path, std::memory_order_relaxed);
+  return OkStatus();
+}
+
+void SmallGemmF32(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t N,
+                  float* y, std::int64_t ldy) {
+  Run(path, x, M, K, w, N, y, ldy);
+}
+
+void SmallGemmBf16W(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                    std::int64_t N, float* y, std::int64_t ldy) {
+  Run(path, x, M, K, w, N, y, ldy);
 }
 
 }  // namespace unmask::model

@@ -2,30 +2,44 @@
 // a 126464-row LM head, a 96-token sequence through the layers), without repacking W.
 //
 // A BLAS packs W into its own panel layout at every call; with few rows of x that packing costs
-// as much as the multiply (the LM head is 260 MB at float32). This kernel reads W once, in the
-// layout it is stored in ([N, K], row-major), 4 rows at a time, and multiplies them with every
-// row of x from cache: 6 x-rows by 4 W-rows in 24 AVX-512 accumulators. W-rows are split across
-// the intra-op threads.
+// as much as the multiply (the LM head is 260 MB at float32). These kernels read W once, in the
+// layout it is stored in ([N, K], row-major), a few rows at a time, and multiply them with every
+// row of x from cache. Two paths, chosen at run time (cpu_features.h):
+//   - kAvx512 (AVX-512F + FMA): 6 x-rows by 4 W-rows in 24 zmm accumulators, 16 lanes;
+//   - kAvx2 (AVX2 + FMA): 4 x-rows by 3 W-rows in 12 ymm accumulators, 8 lanes.
+// W may be stored as float32 or as bf16 bits (what a bf16 checkpoint or shared segment holds);
+// bf16 is widened to float32 as it is loaded (a 16-bit left shift, exact), so the arithmetic is
+// float32 either way and a bf16 W costs half the memory traffic. W-rows are split across the
+// intra-op threads.
 //
 // Sums run in a different order than a BLAS does, so results differ from at::linear in the last
-// bits (tests bound the difference); the same input always gives the same bits, whatever the
-// thread count, because each output element is computed by one thread in one fixed order.
+// bits (tests bound the difference), and the two paths differ from each other likewise. On one
+// path the same input always gives the same bits, whatever the thread count and whichever tile a
+// row falls into: each output element is one accumulator's lanes, summed over k in one fixed
+// order and reduced once at the end, by one thread.
 #pragma once
 
 #include <cstdint>
 
+#include "common/model/cpu_features.h"
+#include "common/util/status.h"
+
 namespace unmask::model {
 
-// True when this CPU runs the kernel (AVX-512F); otherwise callers use their BLAS.
-bool SmallGemmSupported();
-// Supported and not switched off: Linear uses the kernel for float32 products with few rows.
-bool SmallGemmEnabled();
-// Process-wide switch (on by default), for side-by-side benchmarks against the BLAS.
-void SetSmallGemmEnabled(bool enabled);
+// The path Linear uses for few-row float32 products, process-wide. Starts as
+// BestGemmPath(HostCpuFeatures()).
+GemmPath ActiveGemmPath();
+// InvalidArgument (naming the path and the missing CPU flags) when this CPU cannot run `path`;
+// kBlas always works.
+Status SetGemmPath(GemmPath path);
 
 // y[m * ldy + n] = sum_k x[m * K + k] * w[n * K + k] for m < M, n < N. x, w contiguous.
-// Requires SmallGemmSupported().
-void SmallGemmF32(const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t N, float* y,
-                  std::int64_t ldy);
+// `path` must be kAvx2 or kAvx512 and run on this CPU (std::invalid_argument otherwise).
+void SmallGemmF32(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t N,
+                  float* y, std::int64_t ldy);
+// The same with W stored as bf16 bits (what a bf16 checkpoint or shared segment holds), computed
+// in float32: the result is SmallGemmF32 of the float32 upcast of W, bit for bit.
+void SmallGemmBf16W(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                    std::int64_t N, float* y, std::int64_t ldy);
 
 }  // namespace unmask::model

@@ -1,10 +1,5 @@
 #include "common/model/torch_util.h"
 
-#include <ATen/Parallel.h>
-
-#include <algorithm>
-#include <thread>
-
 #include <ATen/Context.h>
 
 namespace unmask::model {
@@ -29,13 +24,6 @@ StatusOr<c10::Device> ParseDevice(const std::string& text) {
   } catch (const std::exception&) {
     return InvalidArgumentError("device '" + text + "' is not a device name (cpu, cuda, cuda:N)");
   }
-}
-
-StatusOr<int> SetIntraOpThreads(int threads) {
-  if (threads < 0) return InvalidArgumentError("intra-op threads must be >= 0 (0: one per core), got " + std::to_string(threads));
-  const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(n);
-  return n;
 }
 
 }  // namespace unmask::model

@@ -1,7 +1,8 @@
 // The cache modes against what Fast-dLLM's own generate_with_prefix_cache / generate_with_dual_cache
 // returned (tests/data/tiny-llada.fastdllm.golden.json): float32, temperature 0, early stop off
 // (Fast-dLLM has none), identical ids and the same number of forwards, threshold None and 0.9,
-// on the random tiny checkpoint and on its "confident" variant (LM head x40, stored as bf16).
+// on the random tiny checkpoint and on its "confident" variant (LM head x40, stored as bf16), on
+// every few-row kernel path.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "common/model/llada_model.h"
 #include "common/sampler/sampler_registry.h"
+#include "tests/engine/gemm_paths.h"
 #include "tests/engine/test_paths.h"
 
 namespace unmask {
@@ -18,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-class FastDllmGoldenTest : public ::testing::TestWithParam<int> {
+class FastDllmGoldenTest : public ::testing::TestWithParam<std::tuple<int, model::GemmPath>> {
  protected:
   static void SetUpTestSuite() {
     std::ifstream in(testing::TestDataPath("tiny-llada.fastdllm.golden.json"));
@@ -30,7 +32,7 @@ class FastDllmGoldenTest : public ::testing::TestWithParam<int> {
     base_ = loaded->release();
     // The golden's confident checkpoint: the bf16 LM head times 40 in float32, stored as bf16.
     model::LladaWeights w = base_->weights();
-    w.lm_head = model::Linear((w.lm_head.weight() * 40.0).to(at::kBFloat16).to(at::kFloat));
+    w.lm_head = model::Linear((w.lm_head.weight().to(at::kFloat) * 40.0).to(at::kBFloat16));
     confident_ = new model::LladaModel(base_->config(), std::move(w), options, at::Device(at::kCPU));
   }
   static void TearDownTestSuite() {
@@ -47,7 +49,11 @@ model::LladaModel* FastDllmGoldenTest::base_ = nullptr;
 model::LladaModel* FastDllmGoldenTest::confident_ = nullptr;
 
 TEST_P(FastDllmGoldenTest, SameIdsAndForwardsAsFastDllm) {
-  const json& c = (*golden_)["cases"][GetParam()];
+  const auto [index, path] = GetParam();
+  UNMASK_SKIP_UNLESS_GEMM_PATH_RUNS(path);
+  testing::ScopedGemmPath scoped(path);
+  ASSERT_TRUE(scoped.ok());
+  const json& c = (*golden_)["cases"][index];
   sampler::GenerationParams p;
   p.steps = c["steps"];
   p.gen_length = c["gen_length"];
@@ -68,7 +74,7 @@ TEST_P(FastDllmGoldenTest, SameIdsAndForwardsAsFastDllm) {
   EXPECT_EQ(result->steps_run, c["nfe"].get<std::int64_t>());
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCases, FastDllmGoldenTest, ::testing::Range(0, 40));
+INSTANTIATE_TEST_SUITE_P(AllCases, FastDllmGoldenTest, ::testing::Combine(::testing::Range(0, 40), testing::kAllGemmPaths));
 
 }  // namespace
 }  // namespace unmask

@@ -1,4 +1,5 @@
-// The reference sampler against the official generate() (golden vectors computed in float32).
+// The reference sampler against the official generate() (golden vectors computed in float32), on
+// every few-row kernel path: the bf16 checkpoint computed in fp32, its weights kept as bf16.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "common/model/llada_model.h"
 #include "common/sampler/reference_sampler.h"
 #include "common/sampler/sampler_registry.h"
+#include "tests/engine/gemm_paths.h"
 #include "tests/engine/test_paths.h"
 
 namespace unmask {
@@ -16,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-class GoldenSamplerTest : public ::testing::TestWithParam<int> {
+class GoldenSamplerTest : public ::testing::TestWithParam<std::tuple<int, model::GemmPath>> {
  protected:
   static void SetUpTestSuite() {
     std::ifstream in(testing::TestDataPath("tiny-llada.golden.json"));
@@ -38,7 +40,11 @@ json* GoldenSamplerTest::golden_ = nullptr;
 model::LladaModel* GoldenSamplerTest::model_ = nullptr;
 
 TEST_P(GoldenSamplerTest, MatchesOfficialOutputAndUnmaskingOrder) {
-  const json& c = (*golden_)["cases"][GetParam()];
+  const auto [index, path] = GetParam();
+  UNMASK_SKIP_UNLESS_GEMM_PATH_RUNS(path);
+  testing::ScopedGemmPath scoped(path);
+  ASSERT_TRUE(scoped.ok());
+  const json& c = (*golden_)["cases"][index];
   sampler::GenerationParams p;
   p.steps = c["steps"];
   p.gen_length = c["gen_length"];
@@ -71,9 +77,14 @@ TEST_P(GoldenSamplerTest, MatchesOfficialOutputAndUnmaskingOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCases, GoldenSamplerTest, ::testing::Range(0, 10));
+INSTANTIATE_TEST_SUITE_P(AllCases, GoldenSamplerTest, ::testing::Combine(::testing::Range(0, 10), testing::kAllGemmPaths));
 
-TEST(GoldenForwardTest, LogitsMatchOfficialModel) {
+class GoldenForwardTest : public ::testing::TestWithParam<model::GemmPath> {};
+
+TEST_P(GoldenForwardTest, LogitsMatchOfficialModel) {
+  UNMASK_SKIP_UNLESS_GEMM_PATH_RUNS(GetParam());
+  testing::ScopedGemmPath scoped(GetParam());
+  ASSERT_TRUE(scoped.ok());
   std::ifstream in(testing::TestDataPath("tiny-llada.golden.json"));
   const json golden = json::parse(in);
   const json& f = golden["forward"];
@@ -94,6 +105,8 @@ TEST(GoldenForwardTest, LogitsMatchOfficialModel) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryKernelPath, GoldenForwardTest, testing::kAllGemmPaths);
 
 }  // namespace
 }  // namespace unmask

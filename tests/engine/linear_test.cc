@@ -139,12 +139,15 @@ TEST(QuantizedLinearTest, ScratchIsReusedAcrossLayersOfOneThread) {
   auto small = Int4Layer(16, 99, 128, true);
   const Linear a = Linear::QuantizedTensors(big.view(), at::kFloat, at::Device(at::kCPU));
   const Linear b = Linear::QuantizedTensors(small.view(), at::kFloat, at::Device(at::kCPU));
+  at::manual_seed(12);
   const at::Tensor xa = at::randn({1, 96}), xb = at::randn({1, 99});
   const at::Tensor expect_b = at::linear(xb, b.weight());
+  // Apply may use the few-row kernel, whose sums differ from the BLAS's in the last bits; stale
+  // weights would differ by far more.
   (void)a.Apply(xa);
-  EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b));
+  EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b, 1e-5, 1e-5));
   (void)a.Apply(xa);
-  EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b));
+  EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b, 1e-5, 1e-5));
 }
 
 }  // namespace

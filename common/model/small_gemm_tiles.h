@@ -1,0 +1,20 @@
+// Internal to small_gemm: the tiles of each path (small_gemm_avx512.cc, small_gemm_avx2.cc),
+// which small_gemm.cc splits across threads. W-rows [begin, end) against every row of x, in tiles
+// of k<Path>RowsW W-rows (the split puts chunk boundaries between whole tiles).
+#pragma once
+
+#include <cstdint>
+
+namespace unmask::model::small_gemm_internal {
+
+extern const std::int64_t kAvx512RowsW, kAvx2RowsW;
+void Avx512WRows(const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t begin,
+                 std::int64_t end, float* y, std::int64_t ldy);
+void Avx512WRows(const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w, std::int64_t begin,
+                 std::int64_t end, float* y, std::int64_t ldy);
+void Avx2WRows(const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t begin,
+               std::int64_t end, float* y, std::int64_t ldy);
+void Avx2WRows(const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w, std::int64_t begin,
+               std::int64_t end, float* y, std::int64_t ldy);
+
+}  // namespace unmask::model::small_gemm_internal

@@ -1,0 +1,57 @@
+// The engine's one threading model, chosen in one place (ConfigureThreading) by every binary
+// that computes: the executor, unmask-engine, unmask-train and the benchmarks.
+//
+// All parallel work runs on LibTorch's intra-op pool (OpenMP): the few-row kernels, the
+// dequantization loops, ATen's element-wise operators. A BLAS with threads of its own beside
+// that pool oversubscribes the cores: both sides spin-wait after their work, so each steals the
+// other's core (4-6x slower measured on a 2-core EPYC). So:
+//   - OpenBLAS built with OpenMP shares the pool: its threads are the pool's threads;
+//   - OpenBLAS built with pthreads is held to one thread; products the few-row kernels do not
+//     take are split across the pool by Linear instead (BlasHeldToOneThread());
+//   - a BLAS that is not OpenBLAS is left alone, with a warning.
+#pragma once
+
+#include <string>
+
+#include "common/util/status.h"
+
+namespace unmask::model {
+
+enum class BlasThreading { kUnknown, kSequential, kPthreads, kOpenMP };
+const char* BlasThreadingName(BlasThreading t);
+
+struct ThreadingPlan {
+  int intra_op_threads = 1;
+  int blas_threads = 1;  // 0: left as it is (not OpenBLAS)
+  std::string why;
+};
+
+// Pure: the plan for `requested` threads per forward pass (0: the usable cores shared among
+// `callers`, the threads that run forward passes at once, e.g. the executor's workers) on `cores`
+// usable cores (affinity and cgroup quota already applied) with this BLAS. InvalidArgument for
+// requested < 0 or callers < 1.
+StatusOr<ThreadingPlan> PlanThreading(int requested, int cores, BlasThreading blas, int callers = 1);
+
+// The cores this process may use: the affinity mask, bounded by a cgroup v2 CPU quota
+// (cpu.max, rounded up) where one is set, as in a Kubernetes pod with a CPU limit.
+int UsableCores();
+
+struct ThreadingReport {
+  ThreadingPlan plan;
+  int cores = 1;
+  BlasThreading blas = BlasThreading::kUnknown;
+  std::string blas_config;  // openblas_get_config(), or "" where not OpenBLAS
+  std::string Describe() const;  // one line for the start-up log
+};
+
+// Applies the plan for `requested` to this process (LibTorch's intra-op threads, OpenBLAS's
+// threads) and returns what it did. Call once at start-up, before the first forward pass.
+StatusOr<ThreadingReport> ConfigureThreading(int requested, int callers = 1);
+// (OpenMP keeps the thread count per calling thread; ATen applies the process-wide count to each
+// thread at its first parallel region, so executor workers started later follow the plan too.)
+
+// True once ConfigureThreading held a pthreads OpenBLAS to one thread while the pool has more:
+// Linear then splits large products across the pool itself.
+bool BlasHeldToOneThread();
+
+}  // namespace unmask::model

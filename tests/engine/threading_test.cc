@@ -1,0 +1,120 @@
+// The one threading model: the plan for each BLAS build, and what ConfigureThreading sets.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/model/cpu_features.h"
+#include "common/model/linear.h"
+#include "common/model/small_gemm.h"
+#include "common/model/threading.h"
+
+namespace unmask::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PlanThreadingTest, PthreadsOpenBlasIsHeldToOneThreadBesideThePool) {
+  auto p = PlanThreading(0, 2, BlasThreading::kPthreads);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->intra_op_threads, 2);
+  EXPECT_EQ(p->blas_threads, 1);
+  EXPECT_THAT(p->why, HasSubstr("held to one thread"));
+}
+
+TEST(PlanThreadingTest, OpenMpOpenBlasSharesThePool) {
+  auto p = PlanThreading(0, 16, BlasThreading::kOpenMP);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->intra_op_threads, 16);
+  EXPECT_EQ(p->blas_threads, 16);
+  EXPECT_THAT(p->why, HasSubstr("same OpenMP pool"));
+}
+
+TEST(PlanThreadingTest, AnotherBlasIsLeftAloneWithAWarning) {
+  auto p = PlanThreading(3, 8, BlasThreading::kUnknown);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->intra_op_threads, 3);
+  EXPECT_EQ(p->blas_threads, 0);
+  EXPECT_THAT(p->why, HasSubstr("not OpenBLAS"));
+}
+
+TEST(PlanThreadingTest, CallersShareTheCoresUnlessAskedOtherwise) {
+  EXPECT_EQ(PlanThreading(0, 8, BlasThreading::kPthreads, 2)->intra_op_threads, 4);
+  EXPECT_EQ(PlanThreading(0, 2, BlasThreading::kPthreads, 4)->intra_op_threads, 1);
+  EXPECT_EQ(PlanThreading(6, 2, BlasThreading::kPthreads, 4)->intra_op_threads, 6);
+  EXPECT_EQ(PlanThreading(0, 0, BlasThreading::kOpenMP)->intra_op_threads, 1);
+}
+
+TEST(PlanThreadingTest, BadCountsAreRefused) {
+  auto neg = PlanThreading(-1, 2, BlasThreading::kPthreads);
+  ASSERT_FALSE(neg.ok());
+  EXPECT_THAT(neg.status().message(), HasSubstr("intra-op threads must be >= 0 (0: one per core), got -1"));
+  auto callers = PlanThreading(0, 2, BlasThreading::kPthreads, 0);
+  ASSERT_FALSE(callers.ok());
+  EXPECT_THAT(callers.status().message(), HasSubstr("got 0"));
+}
+
+TEST(ConfigureThreadingTest, SetsThePoolAndFindsThisProcesssBlas) {
+  auto r = ConfigureThreading(1);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_FALSE(BlasHeldToOneThread());  // one thread in all: nothing to split
+  EXPECT_GE(r->cores, 1);
+  EXPECT_LE(r->cores, static_cast<int>(std::thread::hardware_concurrency()));
+  // The test machines install OpenBLAS (tools/setup.sh).
+  EXPECT_NE(r->blas, BlasThreading::kUnknown) << r->Describe();
+  EXPECT_THAT(r->blas_config, HasSubstr("OpenBLAS"));
+  EXPECT_THAT(r->Describe(), HasSubstr("1 intra-op threads on "));
+
+  r = ConfigureThreading(2);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(at::get_num_threads(), 2);
+  EXPECT_EQ(BlasHeldToOneThread(), r->blas == BlasThreading::kPthreads || r->blas == BlasThreading::kSequential);
+  // A thread started afterwards (an executor worker) runs its parallel regions with the plan's count.
+  int seen = 0;
+  std::thread([&] {
+    at::parallel_for(0, 2, 1, [&](std::int64_t, std::int64_t) {});
+    seen = at::get_num_threads();
+  }).join();
+  EXPECT_EQ(seen, 2);
+  ASSERT_FALSE(ConfigureThreading(-1).ok());
+  (void)ConfigureThreading(0);
+}
+
+// engine_tests_pthreads_openblas runs these tests with the pthreads OpenBLAS loaded in place of
+// the OpenMP one (LD_LIBRARY_PATH) and says so in UNMASK_EXPECT_BLAS.
+TEST(ConfigureThreadingTest, FindsTheBlasTheTestRunnerLoaded) {
+  const char* expected = std::getenv("UNMASK_EXPECT_BLAS");
+  if (expected == nullptr) GTEST_SKIP() << "UNMASK_EXPECT_BLAS is not set";
+  auto r = ConfigureThreading(2);
+  ASSERT_TRUE(r.ok());
+  const BlasThreading want = std::strcmp(expected, "pthreads") == 0 ? BlasThreading::kPthreads : BlasThreading::kOpenMP;
+  EXPECT_EQ(r->blas, want) << r->Describe();
+  (void)ConfigureThreading(0);
+}
+
+TEST(ConfigureThreadingTest, AHeldBlasStillComputesLargeProductsAcrossThePool) {
+  auto r = ConfigureThreading(2);
+  ASSERT_TRUE(r.ok());
+  if (!BlasHeldToOneThread()) {
+    (void)ConfigureThreading(0);
+    GTEST_SKIP() << "this process's BLAS (" << BlasThreadingName(r->blas) << ") runs on the pool itself: nothing to split";
+  }
+  const GemmPath before = ActiveGemmPath();
+  ASSERT_TRUE(SetGemmPath(GemmPath::kBlas).ok());
+  at::manual_seed(21);
+  const at::Tensor w = at::randn({700, 64}), x = at::randn({2, 500, 64});
+  const at::Tensor split = Linear(w).Apply(x);
+  const at::Tensor whole = at::linear(x, w);  // one BLAS call on one thread
+  EXPECT_EQ(split.sizes(), whole.sizes());
+  EXPECT_TRUE(at::allclose(split, whole, 1e-5, 1e-6)) << "max difference " << (split - whole).abs().max().item<float>();
+  ASSERT_TRUE(SetGemmPath(before).ok());
+  (void)ConfigureThreading(0);
+}
+
+}  // namespace
+}  // namespace unmask::model
