@@ -19,8 +19,9 @@ cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT
 "$BIN/services/loader/unmask-loader" --listen 127.0.0.1:50052 --model-root "$ROOT" >"$LOG/loader.log" 2>&1 &
 pids+=($!)
+# No --precision: the executor computes in what this CPU is fast at (`unmask models` says which and why).
 "$BIN/services/executor/unmask-executor" --listen 127.0.0.1:50053 --loader 127.0.0.1:50052 --model "$MODEL" \
-  --precision bf16 >"$LOG/executor.log" 2>&1 &
+  >"$LOG/executor.log" 2>&1 &
 pids+=($!)
 "$BIN/services/scheduler/unmask-scheduler" --listen 127.0.0.1:50051 --executors 127.0.0.1:50053 \
   --model-root "$ROOT" >"$LOG/scheduler.log" 2>&1 &

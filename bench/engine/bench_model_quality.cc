@@ -27,6 +27,7 @@
 
 #include "bench/common/bench_report.h"
 #include "common/memory/clamp.h"
+#include "common/model/compute_setup.h"
 #include "common/model/llada_model.h"
 #include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
@@ -189,7 +190,8 @@ int main(int argc, char** argv) {
     }
   }
   auto want = [&](const char* part) { return wanted.count(part) > 0; };
-  (void)model::SetIntraOpThreads(threads);
+  const auto setup = Check(model::SetUpCompute({threads}), "--threads");
+  std::cerr << "threads: " << setup.threads << "; gemm: " << setup.gemm_line << "\n";
 
   const auto corpus = Check(train::ReadVerseCorpus(corpus_path, held_out_every), "corpus");
   const auto tok = Check(tokenizer::Tokenizer::FromFile(dir + "/tokenizer.json"), "tokenizer");

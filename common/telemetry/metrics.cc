@@ -146,6 +146,10 @@ ServiceMetrics::ServiceMetrics()
                         .Name("unmask_model_load_progress_ratio")
                         .Help("Fraction of a model's bytes loaded (1 when loaded)")
                         .Register(r);
+  compute_info_ = &prometheus::BuildGauge()
+                       .Name("unmask_compute_info")
+                       .Help("1 for the weights' storage type, the compute type, the few-row kernel path and why they were chosen")
+                       .Register(r);
   model_load_ = &prometheus::BuildHistogram()
                      .Name("unmask_model_load_seconds")
                      .Help("Time to load a model")
@@ -178,6 +182,16 @@ void ServiceMetrics::SetModelLoadProgress(std::string_view model, double ratio) 
   load_progress_->Add({{"model", std::string(model)}}).Set(ratio);
 }
 void ServiceMetrics::ObserveModelLoad(double seconds) { model_load_->Observe(seconds); }
+void ServiceMetrics::SetComputeInfo(std::string_view model, std::string_view storage, std::string_view compute,
+                                    std::string_view gemm, std::string_view why) {
+  if (compute_info_current_ != nullptr) compute_info_->Remove(compute_info_current_);
+  compute_info_current_ = &compute_info_->Add({{"model", std::string(model)},
+                                               {"storage", std::string(storage)},
+                                               {"compute", std::string(compute)},
+                                               {"gemm", std::string(gemm)},
+                                               {"why", std::string(why)}});
+  compute_info_current_->Set(1);
+}
 
 void ServiceMetrics::WatchExporter(std::shared_ptr<const OtlpExporter> exporter) {
   exporter_counts_->Watch(std::move(exporter));

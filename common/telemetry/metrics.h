@@ -70,6 +70,10 @@ class ServiceMetrics {
   void AddClamp(std::string_view field, std::uint64_t n = 1);
   void SetModelLoadProgress(std::string_view model, double ratio);
   void ObserveModelLoad(double seconds);
+  // unmask_compute_info{model, storage, compute, gemm, why} = 1 for the model this process
+  // computes with now (the previous labels are removed when it changes).
+  void SetComputeInfo(std::string_view model, std::string_view storage, std::string_view compute, std::string_view gemm,
+                      std::string_view why);
 
   // unmask_trace_spans_{dropped,exported}_total and unmask_trace_export_queue_spans read this
   // exporter's counters at every scrape (null: 0).
@@ -88,6 +92,8 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Histogram>* request_duration_;
   prometheus::Family<prometheus::Counter>* clamps_;
   prometheus::Family<prometheus::Gauge>* load_progress_;
+  prometheus::Family<prometheus::Gauge>* compute_info_;
+  prometheus::Gauge* compute_info_current_ = nullptr;
   prometheus::Gauge* queue_depth_;
   prometheus::Histogram* queue_wait_;
   prometheus::Histogram* job_run_;

@@ -308,6 +308,8 @@ CapacityReport ExecutorCore::Capacity() const {
     c.models = {options_.model_id};
     c.model_config_json = model_->config().ToJsonText();
     c.precision = options_.weights_precision;
+    c.compute_precision = model::PrecisionName(model_->options().precision);
+    c.compute_reason = model_->options().precision_why;
   }
   return c;
 }

@@ -46,6 +46,7 @@ struct CapacityReport {
   int running_jobs = 0, queued_jobs = 0, max_concurrent_jobs = 0;
   std::vector<std::string> models;
   std::string model_config_json, precision;
+  std::string compute_precision, compute_reason;  // what the model computes in, and why
 };
 
 // Telemetry: every job that runs gets a span (executor.job, child of JobRequest::trace_context)

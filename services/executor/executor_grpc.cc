@@ -133,6 +133,8 @@ grpc::Status ExecutorGrpcService::GetCapacity(grpc::ServerContext* ctx, const v1
         for (const auto& m : c.models) resp->add_models(m);
         resp->set_model_config_json(c.model_config_json);
         resp->set_precision(c.precision);
+        resp->set_compute_precision(c.compute_precision);
+        resp->set_compute_reason(c.compute_reason);
         return grpc::Status::OK;
       },
       /*may_start_trace=*/false);

@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/model/compute_setup.h"
 #include "common/model/llada_model.h"
+#include "common/model/small_gemm.h"
 #include "common/model/torch_util.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/options.h"
@@ -22,7 +24,7 @@ using unmask::StatusOr;
 
 struct Flags {
   std::string listen = "0.0.0.0:50053", loader = "127.0.0.1:50052", model, model_dir, load_precision;
-  std::string precision = "bf16";
+  std::string precision = "auto", gemm = "auto";
   int attach_timeout_seconds = 300, drain_seconds = 30;
   std::int64_t attention_chunk = 0;
   int intra_op_threads = 0;
@@ -33,10 +35,17 @@ struct Flags {
   std::optional<unmask::tls::ClientTlsMaterial> loader_tls;  // loaded from loader_tls_flags
 };
 
-StatusOr<unmask::model::ModelOptions> ModelOptionsFrom(const Flags& f) {
-  unmask::model::ModelOptions mopts;
-  UNMASK_ASSIGN_OR_RETURN(mopts.precision, unmask::model::ParsePrecision(f.precision));
-  UNMASK_RETURN_IF_ERROR(unmask::model::ParseDevice(f.options.device).status());
+// `stored`: the weights' storage type as the loader reports it ("bf16", "int4:g64", ...).
+StatusOr<unmask::model::ModelOptions> ModelOptionsFrom(const Flags& f, const std::string& stored) {
+  namespace model = unmask::model;
+  model::ModelOptions mopts;
+  auto requested = model::ParsePrecisionFlag(f.precision);
+  if (!requested.ok()) return unmask::InvalidArgumentError("--precision: " + requested.status().message());
+  UNMASK_ASSIGN_OR_RETURN(const c10::Device device, model::ParseDevice(f.options.device));
+  const model::ComputeChoice choice =
+      model::ChooseCompute(*requested, model::HostCpuFeatures(), device.is_cuda(), model::StoredPrecision(stored));
+  mopts.precision = choice.compute;
+  mopts.precision_why = choice.why;
   mopts.device = f.options.device;
   mopts.attention_query_chunk = f.attention_chunk;
   return mopts;
@@ -65,9 +74,23 @@ unmask::executor::AttachOptions AttachOptionsFrom(const Flags& f) {
   return o;
 }
 
+// Says, in the log and the metrics, what the model is stored and computed in, and why.
+void AnnounceCompute(const Flags& f, const unmask::model::LladaModel& model, const std::string& stored,
+                     unmask::telemetry::ServiceMetrics* metrics) {
+  namespace model_ns = unmask::model;
+  const auto& o = model.options();
+  const std::string compute = model_ns::PrecisionName(o.precision);
+  const std::string gemm = model_ns::GemmPathName(model_ns::ActiveGemmPath());
+  unmask::telemetry::Log(unmask::telemetry::LogLevel::kInfo, {}, {}, "computing",
+                         {{"model_id", f.model}, {"storage", stored}, {"compute", compute}, {"why", o.precision_why},
+                          {"gemm", gemm}});
+  if (metrics != nullptr) metrics->SetComputeInfo(f.model, stored, compute, gemm, o.precision_why);
+}
+
 StatusOr<std::shared_ptr<const unmask::model::LladaModel>> ModelOver(
     const Flags& f, std::shared_ptr<const unmask::weights::AttachedModel> segment) {
-  UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));
+  UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts,
+                          ModelOptionsFrom(f, segment->manifest().precision));
   UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::FromSegment(std::move(segment), mopts));
   return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
 }
@@ -75,7 +98,7 @@ StatusOr<std::shared_ptr<const unmask::model::LladaModel>> ModelOver(
 StatusOr<std::shared_ptr<const unmask::model::LladaModel>> BuildModel(
     const Flags& f, std::unique_ptr<unmask::executor::LoaderLease>& lease, const unmask::telemetry::Tracer& tracer) {
   if (!f.model_dir.empty()) {
-    UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f));
+    UNMASK_ASSIGN_OR_RETURN(const unmask::model::ModelOptions mopts, ModelOptionsFrom(f, "checkpoint"));
     UNMASK_ASSIGN_OR_RETURN(auto m, unmask::model::LladaModel::Load(f.model_dir, mopts));
     return std::shared_ptr<const unmask::model::LladaModel>(std::move(m));
   }
@@ -96,7 +119,12 @@ int main(int argc, char** argv) {
   app.add_option("--model", f.model, "Model id (a directory name under the loader's model roots)")->required();
   app.add_option("--model-dir", f.model_dir, "Read this checkpoint directly instead of attaching through a loader");
   app.add_option("--load-precision", f.load_precision, "Weights precision to ask the loader for (default: the loader's)");
-  app.add_option("--precision", f.precision, "Compute precision: fp32, bf16, fp16")->capture_default_str();
+  app.add_option("--precision", f.precision,
+                 "Compute type: auto (from the device and the CPU's features: fp32 on a CPU over weights kept as the "
+                 "loader stores them, bf16 on a GPU), fp32, bf16, fp16")
+      ->capture_default_str();
+  app.add_option("--gemm", f.gemm, "Few-row float32 kernel: auto (the widest this CPU runs), avx512, avx2, blas")
+      ->capture_default_str();
   app.add_option("--device", f.options.device, "cpu or cuda[:N]")->capture_default_str();
   app.add_option("--attention-chunk", f.attention_chunk,
                  "Query rows per attention chunk for every job (0 = all at once; a job's own chunk, set by the "
@@ -123,8 +151,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   f.options.model_id = f.model;
   // Before anything is asked of the loader: a bad flag must not load a model there.
-  if (auto threads = unmask::model::SetIntraOpThreads(f.intra_op_threads); !threads.ok()) {
-    std::cerr << "unmask-executor: --intra-op-threads: " << threads.status().message() << std::endl;
+  unmask::model::ComputeSetupOptions setup_options;
+  setup_options.threads = f.intra_op_threads;
+  setup_options.callers = std::max(1, f.options.workers);
+  setup_options.gemm = f.gemm;
+  setup_options.threads_flag = "--intra-op-threads";
+  auto setup = unmask::model::SetUpCompute(setup_options);
+  if (!setup.ok()) {
+    std::cerr << "unmask-executor: " << setup.status().message() << std::endl;
     return 2;
   }
   auto tls = unmask::tls::LoadServerTls(f.tls);
@@ -134,7 +168,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   f.loader_tls = *loader_tls;
-  if (auto checked = ModelOptionsFrom(f); !checked.ok()) {
+  if (auto checked = ModelOptionsFrom(f, "checkpoint"); !checked.ok()) {
     std::cerr << "unmask-executor: " << checked.status().message() << std::endl;
     return checked.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
   }
@@ -144,6 +178,9 @@ int main(int argc, char** argv) {
     return started.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
   }
   telemetry::Telemetry& tm = **started;
+  telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "compute set-up",
+                 {{"cpu", setup->cpu}, {"cpu_flags", setup->cpu_flags}, {"threads", setup->threads},
+                  {"gemm", setup->gemm_line}});
   if (tm.metrics_port() > 0) std::cout << "unmask-executor: metrics on port " << tm.metrics_port() << std::endl;
 
   std::unique_ptr<unmask::executor::LoaderLease> lease;
@@ -154,6 +191,7 @@ int main(int argc, char** argv) {
     return model.status().code() == unmask::StatusCode::kInvalidArgument ? 2 : 1;
   }
   f.options.weights_precision = lease ? lease->precision() : "checkpoint";
+  AnnounceCompute(f, **model, f.options.weights_precision, &tm.metrics());
   unmask::executor::ExecutorCore core(*std::move(model), f.options, tm.tracer(), &tm.metrics());
   (void)core.Capacity();  // sets the memory gauges
   if (auto s = core.Warmup(); !s.ok()) {
@@ -177,7 +215,11 @@ int main(int argc, char** argv) {
   std::unique_ptr<unmask::executor::LeaseKeeper> keeper;
   if (lease) {
     unmask::executor::LeaseKeeperHooks hooks;
-    hooks.build = [&f](std::shared_ptr<const unmask::weights::AttachedModel> segment) { return ModelOver(f, segment); };
+    hooks.build = [&f, &tm](std::shared_ptr<const unmask::weights::AttachedModel> segment) {
+      auto built = ModelOver(f, segment);
+      if (built.ok()) AnnounceCompute(f, **built, segment->manifest().precision, &tm.metrics());
+      return built;
+    };
     hooks.set_serving = [&runner](bool serving) { runner.SetServing(serving); };
     hooks.attached = [&f](const unmask::executor::LoaderLease& l) { LogDeviceSharing(f, l); };
     keeper = std::make_unique<unmask::executor::LeaseKeeper>(AttachOptionsFrom(f), std::move(lease), core,

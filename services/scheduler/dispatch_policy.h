@@ -23,7 +23,8 @@ struct ExecutorSnapshot {
   int max_concurrent = 1;      // the executor's own limit
   std::uint64_t budget_bytes = 0;
   std::string model_config_json;
-  std::string precision;
+  std::string precision;        // the weights' storage type
+  std::string compute_precision, compute_reason;
   std::string device;          // as the executor reports it: "cpu", "cuda:0", ...
 };
 

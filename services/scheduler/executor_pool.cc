@@ -77,6 +77,8 @@ void ExecutorPool::PollOnce() {
       snap.budget_bytes = cap.budget_bytes();
       snap.model_config_json = cap.model_config_json();
       snap.precision = cap.precision();
+      snap.compute_precision = cap.compute_precision();
+      snap.compute_reason = cap.compute_reason();
       snap.device = cap.device();
     }
     fresh[address] = std::move(snap);

@@ -346,6 +346,8 @@ v1::ListServedModelsResponse SchedulerCore::ListModels() const {
       entry.set_model(m);
       entry.add_executors(e.executor_id.empty() ? e.address : e.executor_id);
       entry.set_precision(e.precision);
+      entry.set_compute_precision(e.compute_precision);
+      entry.set_compute_reason(e.compute_reason);
       entry.set_budget_bytes(std::max<std::uint64_t>(entry.budget_bytes(), e.budget_bytes));
     }
   }

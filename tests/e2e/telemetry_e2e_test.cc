@@ -610,7 +610,8 @@ TEST(ServicesTelemetryTest, EveryServiceExposesItsMetricsInTheTextFormat) {
        {{"unmask_job_run_seconds", "histogram"},
         {"unmask_step_seconds", "histogram"},
         {"unmask_generated_tokens_total", "counter"},
-        {"unmask_tokens_per_second", "gauge"}}},
+        {"unmask_tokens_per_second", "gauge"},
+        {"unmask_compute_info", "gauge"}}},
       {"loader", {{"unmask_model_load_progress_ratio", "gauge"}, {"unmask_model_load_seconds", "histogram"}}},
   };
   const std::map<std::string, int> ports = {{"scheduler", stack.scheduler_metrics_port(s)},
@@ -655,6 +656,16 @@ TEST(ServicesTelemetryTest, EveryServiceExposesItsMetricsInTheTextFormat) {
   EXPECT_GT(Value(ex, "unmask_tokens_per_second").value_or(0), 0.0);
   EXPECT_GT(Value(ex, "unmask_memory_used_bytes").value_or(0), 0.0);
   EXPECT_GT(Value(ex, "unmask_memory_budget_bytes").value_or(0), 0.0);
+  // What the weights are stored and computed in, the kernel path, and why (the stack asks fp32).
+  ASSERT_EQ(ex.families.count("unmask_compute_info"), 1u);
+  const auto& info = ex.families.at("unmask_compute_info").samples;
+  ASSERT_EQ(info.size(), 1u);
+  EXPECT_EQ(info[0].value, 1.0);
+  EXPECT_EQ(info[0].labels.at("model"), "tiny-llada");
+  EXPECT_EQ(info[0].labels.at("storage"), "bf16");
+  EXPECT_EQ(info[0].labels.at("compute"), "fp32");
+  EXPECT_EQ(info[0].labels.at("why"), "--precision fp32 was given");
+  EXPECT_THAT(std::string("avx512 avx2 blas"), HasSubstr(info[0].labels.at("gemm")));
 
   const Exposition& lo = scraped["loader"];
   EXPECT_GE(Value(lo, "unmask_requests_total", {{"method", "LoadModel"}, {"code", "OK"}}).value_or(0), 1.0);

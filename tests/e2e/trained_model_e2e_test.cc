@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "tests/e2e/stack.h"
 #include "tests/engine/test_paths.h"
@@ -85,6 +86,43 @@ TEST(TrainedModelEndToEndTest, TheCommittedModelWritesWordsOfItsCorpusThroughThe
   EXPECT_GE(Words(reply).size(), 8u) << reply;
   EXPECT_GE(CorpusShare(reply), 0.95) << reply;
   EXPECT_EQ(reply.find("<|"), std::string::npos) << reply;
+}
+
+// As the demo runs it: no --precision. The executor says at start-up which CPU, threads, BLAS
+// and kernel it uses, and `unmask models` and the metrics say what the weights are stored and
+// computed in, and why.
+TEST(TrainedModelEndToEndTest, TheDefaultPrecisionIsChosenFromTheCpuAndSaidEverywhere) {
+  Stack stack(UNMASK_MODELS_DIR "/unmask-kjv", "unmask-kjv");
+  stack.StartLoader();
+  const int e = stack.StartExecutor({"--precision", "auto"});
+  const int s = stack.StartScheduler();
+  const std::string log = stack.executor(e).output();
+  EXPECT_THAT(log, ::testing::HasSubstr("compute set-up"));
+  EXPECT_THAT(log, ::testing::HasSubstr("intra-op threads on"));
+  EXPECT_THAT(log, ::testing::HasSubstr("cpu_flags"));
+  EXPECT_THAT(log, ::testing::HasSubstr("\"storage\":\"bf16\""));
+  EXPECT_THAT(log, ::testing::HasSubstr("\"compute\":\"fp32\""));
+
+  CliResult r;
+  for (int i = 0; i < 50; ++i) {
+    r = stack.Cli(s, "models");
+    if (r.out.find("unmask-kjv") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("unmask-kjv  storage bf16  compute fp32"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("compute fp32: CPU"));
+  r = stack.Cli(s, "models --json");
+  const json models = json::parse(r.out);
+  EXPECT_EQ(models["models"][0]["compute_precision"], "fp32") << r.out;
+  EXPECT_FALSE(models["models"][0].value("compute_reason", "").empty()) << r.out;
+
+  r = stack.Cli(s, "generate --model unmask-kjv --chat 'What does John 3:16 say?' --gen-length 64"
+                   " --block-length 8 --steps 64 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json answer = Completed(JsonLines(r.out));
+  ASSERT_FALSE(answer.is_null()) << r.out;
+  EXPECT_GE(CorpusShare(answer.value("text", "")), 0.95) << r.out;
 }
 
 // Early stop through the real services (Redis job store): the chat answer ends in EOS inside the

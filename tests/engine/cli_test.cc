@@ -122,7 +122,7 @@ TEST(UnmaskEngineCliTest, BadSamplerOptionsAreNamed) {
   EXPECT_THAT(r.out, HasSubstr("--threads"));
   r = RunCommand(base + " --gemm turbo");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.out, HasSubstr("--gemm: 'turbo' is not one of auto, blas"));
+  EXPECT_THAT(r.out, HasSubstr("--gemm: gemm path 'turbo' is not one of auto, avx512, avx2, blas"));
 }
 
 TEST(UnmaskEngineCliTest, TheKernelAndTheBlasGiveTheSameIds) {
@@ -130,10 +130,37 @@ TEST(UnmaskEngineCliTest, TheKernelAndTheBlasGiveTheSameIds) {
                            unmask::testing::TestDataPath("tiny-llada") +
                            " --prompt-ids 1,2,3,4 --gen-length 16 --block-length 8 --steps 16 --precision fp32 --json";
   CommandResult blas = RunCommand(base + " --gemm blas");
-  CommandResult kernel = RunCommand(base + " --gemm auto");
   ASSERT_EQ(blas.exit_code, 0) << blas.out;
-  ASSERT_EQ(kernel.exit_code, 0) << kernel.out;
-  EXPECT_EQ(json::parse(blas.out)["output"], json::parse(kernel.out)["output"]);
+  for (const char* path : {"auto", "avx2", "avx512"}) {
+    CommandResult kernel = RunCommand(base + " --gemm " + path);
+    if (kernel.exit_code == 2 && kernel.out.find("this CPU lacks") != std::string::npos) continue;  // not on this CPU
+    ASSERT_EQ(kernel.exit_code, 0) << kernel.out;
+    const json out = json::parse(kernel.out);
+    EXPECT_EQ(json::parse(blas.out)["output"], out["output"]) << path;
+    if (std::string(path) != "auto") EXPECT_THAT(out["compute"]["gemm"].get<std::string>(), HasSubstr(std::string(path) + " (--gemm"));
+  }
+}
+
+// No --precision: the compute type comes from the device and the CPU, and the output says which
+// and why, with the threading and the kernel path.
+TEST(UnmaskEngineCliTest, TheDefaultPrecisionIsChosenAndExplained) {
+  const std::string base = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                           unmask::testing::TestDataPath("tiny-llada") +
+                           " --prompt-ids 1,2,3,4 --gen-length 16 --block-length 8 --steps 16 --json";
+  CommandResult r = RunCommand(base);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json compute = json::parse(r.out)["compute"];
+  EXPECT_EQ(compute["precision"], "fp32");
+  EXPECT_THAT(compute["precision_why"].get<std::string>(), HasSubstr("CPU"));
+  EXPECT_THAT(compute["threads"].get<std::string>(), HasSubstr("intra-op threads"));
+  EXPECT_FALSE(compute["cpu_flags"].get<std::string>().empty());
+  r = RunCommand(base + " --precision bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["compute"]["precision"], "bf16");
+  EXPECT_EQ(json::parse(r.out)["compute"]["precision_why"], "--precision bf16 was given");
+  r = RunCommand(base + " --precision fp64");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--precision: precision 'fp64' is not one of auto, fp32, bf16, fp16"));
 }
 
 TEST(MakeModelCliTest, WritesACheckpointTheEngineGeneratesFrom) {

@@ -198,6 +198,24 @@ TEST(Metrics, ExposerOnPortZeroServesEveryFamilyWithItsType) {
   }
 }
 
+TEST(Metrics, ComputeInfoShowsOnlyTheCurrentChoice) {
+  ServiceMetrics metrics;
+  metrics.SetComputeInfo("kjv", "bf16", "bf16", "avx512", "--precision bf16 was given");
+  metrics.SetComputeInfo("kjv", "int8", "fp32", "avx2", "CPU without bf16 instructions");
+  auto exposer = MetricsExposer::Start("127.0.0.1:0");
+  ASSERT_TRUE(exposer.ok()) << exposer.status().ToString();
+  (*exposer)->Register(metrics);
+  const Exposition e = Parse(HttpGet((*exposer)->port(), "/metrics").body);
+  EXPECT_EQ(e.type.at("unmask_compute_info"), "gauge");
+  int samples = 0;
+  for (const auto& s : e.samples) samples += s.name == "unmask_compute_info";
+  EXPECT_EQ(samples, 1);  // the earlier choice is gone
+  const Sample* now = e.Find("unmask_compute_info", {{"model", "kjv"}, {"storage", "int8"}, {"compute", "fp32"},
+                                                     {"gemm", "avx2"}, {"why", "CPU without bf16 instructions"}});
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(now->value, 1.0);
+}
+
 TEST(Metrics, ExposerReportsAPortInUse) {
   auto first = MetricsExposer::Start("127.0.0.1:0");
   ASSERT_TRUE(first.ok()) << first.status().ToString();

@@ -3,6 +3,8 @@
 
 #include <iostream>
 
+#include "common/model/cpu_features.h"
+#include "common/model/threading.h"
 #include "tools/train/train_command.h"
 
 int main(int argc, char** argv) {
@@ -15,7 +17,7 @@ int main(int argc, char** argv) {
   c.mlp_hidden_size = 704;
   c.rope_theta = 10000;
   c.max_sequence_length = 1024;
-  std::string compute = "bf16";
+  std::string compute = "auto";
   CLI::App app{"unmask-train: trains a small LLaDA-architecture masked-diffusion model on a verse corpus"};
   app.add_option("--corpus", o.corpus, "Verse lines '<book><chapter>:<verse> <text>' (tools/make_corpus.sh)")->required();
   app.add_option("--out", o.out, "Model directory to write (Hugging Face layout)")->required();
@@ -37,7 +39,10 @@ int main(int argc, char** argv) {
   app.add_option("--warmup-steps", t.warmup_steps)->capture_default_str();
   app.add_option("--weight-decay", t.weight_decay)->capture_default_str();
   app.add_option("--seed", t.seed)->capture_default_str();
-  app.add_option("--compute", compute, "bf16 or fp32 (master weights are fp32 either way)")->capture_default_str();
+  app.add_option("--compute", compute,
+                 "auto (fp32 on a CPU, bf16 on a GPU: model/cpu_features.h), bf16 or fp32 (master weights are fp32 "
+                 "either way)")
+      ->capture_default_str();
   app.add_option("--threads", t.threads, "Intra-op threads (0: one per core)")->capture_default_str();
   app.add_option("--device", t.device, "cpu or cuda[:N]: where the forward and backward run")->capture_default_str();
   std::string padding = "batch";
@@ -52,12 +57,22 @@ int main(int argc, char** argv) {
   c.n_kv_heads = c.n_heads;
   t.chat_padding = padding == "full" ? unmask::train::TrainOptions::ChatPadding::kFull
                                      : unmask::train::TrainOptions::ChatPadding::kBatch;
-  auto precision = unmask::model::ParsePrecision(compute);
-  if (!precision.ok()) {
-    std::cerr << "unmask-train: --compute: " << precision.status().ToString() << "\n";
+  auto requested = unmask::model::ParsePrecisionFlag(compute);
+  if (!requested.ok()) {
+    std::cerr << "unmask-train: --compute: " << requested.status().ToString() << "\n";
     return 2;
   }
-  t.compute = *precision;
+  const bool on_gpu = t.device.rfind("cuda", 0) == 0;
+  const auto choice = unmask::model::ChooseCompute(*requested, unmask::model::HostCpuFeatures(), on_gpu,
+                                                   unmask::model::Precision::kFloat32);
+  t.compute = choice.compute;
+  std::cout << "compute: " << unmask::model::PrecisionName(choice.compute) << " (" << choice.why << ")" << std::endl;
+  auto threading = unmask::model::ConfigureThreading(t.threads);  // Trainer::Run applies the same plan
+  if (!threading.ok()) {
+    std::cerr << "unmask-train: --threads: " << threading.status().message() << "\n";
+    return 2;
+  }
+  std::cout << "threads: " << threading->Describe() << std::endl;
   auto result = unmask::train::RunTrainCommand(o, std::cout);
   if (!result.ok()) {
     std::cerr << "unmask-train: " << result.status().ToString() << "\n";

@@ -135,7 +135,7 @@ StatusOr<TrainResult> RunTrainCommand(TrainCommandOptions o, std::ostream& log) 
       {"final_train_loss", result.final_loss},
       {"final_held_out_loss", result.final_held_out_loss},
       {"parameters", config.parameter_count()},
-      {"threads", std::thread::hardware_concurrency()}};
+      {"threads", result.threading}};
   UNMASK_RETURN_IF_ERROR(WriteText(o.out + "/training.json", record.dump(2) + "\n"));
   log << "wrote " << o.out << " (held-out loss " << result.final_held_out_loss << ")\n";
   return result;

@@ -14,6 +14,7 @@
 
 #include "common/checkpoint/checkpoint_writer.h"
 #include "common/model/llada_model.h"
+#include "common/model/threading.h"
 #include "common/model/torch_util.h"
 #include "common/util/remove_tree.h"
 
@@ -310,8 +311,9 @@ StatusOr<std::int64_t> LoadCheckpoint(Trainer::State& s) {
 
 StatusOr<TrainResult> Trainer::Run(const std::function<void(const StepReport&)>& report) {
   State& s = *s_;
-  UNMASK_RETURN_IF_ERROR(model::SetIntraOpThreads(s.o.threads).status());
+  UNMASK_ASSIGN_OR_RETURN(const model::ThreadingReport threading, model::ConfigureThreading(s.o.threads));
   TrainResult result;
+  result.threading = threading.Describe();
   if (!s.o.work_dir.empty()) {
     UNMASK_ASSIGN_OR_RETURN(s.step, LoadCheckpoint(s));
     result.resumed_from = s.step;

@@ -72,6 +72,7 @@ struct TrainResult {
   double seconds = 0;             // of this process (not counting the part before a resume)
   double final_loss = 0, final_held_out_loss = 0;
   std::int64_t tokens_seen = 0;
+  std::string threading;  // what ConfigureThreading set up (model/threading.h)
 };
 
 class Trainer {

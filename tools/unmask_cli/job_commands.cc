@@ -135,8 +135,9 @@ void AddJobCommands(CLI::App& app, const ClientOptions& client) {
       std::cout << Json(resp) << std::endl;
     } else {
       for (const auto& m : resp.models()) {
-        std::cout << m.model() << "  precision " << m.precision() << "  executors " << m.executors_size() << "  budget "
-                  << m.budget_bytes() / (1 << 20) << " MiB\n";
+        std::cout << m.model() << "  storage " << m.precision() << "  compute " << m.compute_precision()
+                  << "  executors " << m.executors_size() << "  budget " << m.budget_bytes() / (1 << 20) << " MiB\n";
+        if (!m.compute_reason().empty()) std::cout << "  compute " << m.compute_precision() << ": " << m.compute_reason() << "\n";
       }
     }
     throw CLI::RuntimeError(0);

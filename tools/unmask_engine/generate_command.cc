@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model/llada_model.h"
-#include "common/model/small_gemm.h"
+#include "common/model/compute_setup.h"
 #include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/chat_template.h"
@@ -113,15 +113,20 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   fast.factor = o.factor;
   fast.early_stop = !o.no_early_stop;
   if (Status s = sampler::ValidateFastOptions(fast); !s.ok()) return fail(s);
-  if (o.gemm != "auto" && o.gemm != "blas")
-    return fail(InvalidArgumentError("--gemm: '" + o.gemm + "' is not one of auto, blas"));
-  model::SetSmallGemmEnabled(o.gemm == "auto");
-  if (auto threads = model::SetIntraOpThreads(o.threads); !threads.ok())
-    return fail(Status(threads.status().code(), "--threads: " + threads.status().message()));
+  model::ComputeSetupOptions setup_options;
+  setup_options.threads = o.threads;
+  setup_options.gemm = o.gemm;
+  auto setup = model::SetUpCompute(setup_options);
+  if (!setup.ok()) return fail(setup.status());
+  auto requested = model::ParsePrecisionFlag(o.precision);
+  if (!requested.ok()) return fail(Status(requested.status().code(), "--precision: " + requested.status().message()));
+  auto device = model::ParseDevice(o.device);
+  if (!device.ok()) return fail(Status(device.status().code(), "--device: " + device.status().message()));
+  // A checkpoint directory's weights are read as they are stored (LLaDA's: bf16).
+  const model::ComputeChoice compute =
+      model::ChooseCompute(*requested, model::HostCpuFeatures(), device->is_cuda(), model::Precision::kBFloat16);
   model::ModelOptions mopts;
-  auto precision = model::ParsePrecision(o.precision);
-  if (!precision.ok()) return fail(precision.status());
-  mopts.precision = *precision;
+  mopts.precision = compute.compute;
   mopts.device = o.device;
   mopts.attention_query_chunk = o.attention_chunk;
   auto tok = LoadTokenizer(o, /*required=*/!o.prompt_text.empty() || o.chat);
@@ -168,6 +173,12 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
                         {"tokens_per_second", tokens / result->seconds},
                         {"sampler", result->sampler},
                         {"steps_run", result->steps_run}};
+    nlohmann::json setup_json = {{"precision", model::PrecisionName(compute.compute)}, {"precision_why", compute.why}};
+    setup_json["cpu"] = setup->cpu;
+    setup_json["cpu_flags"] = setup->cpu_flags;
+    setup_json["threads"] = setup->threads;
+    setup_json["gemm"] = setup->gemm_line;
+    j["compute"] = setup_json;
     if (!texts.empty()) j["text"] = texts;
     if (!o.prompt_text.empty()) j["prompt_ids"] = prompts.ids;
     out << j.dump() << "\n";
@@ -179,7 +190,7 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
       if (r < texts.size()) out << "row " << r << " text: " << texts[r] << "\n";
     }
     out << result->steps_run << " steps, " << result->seconds << " s, " << tokens / result->seconds
-        << " tokens/s (" << result->sampler << ", " << o.precision << ")\n";
+        << " tokens/s (" << result->sampler << ", " << model::PrecisionName(compute.compute) << ")\n";
   }
   return 0;
 }
@@ -203,7 +214,8 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--logits-eos-inf", opts->params.logits_eos_inf, "Never sample EOS");
   cmd->add_flag("--confidence-eos-eot-inf", opts->params.confidence_eos_eot_inf, "EOS/EoT get confidence 0");
   cmd->add_option("--seed", opts->params.seed, "Seed of the sampling generator")->capture_default_str();
-  cmd->add_option("--precision", opts->precision, "fp32, bf16 or fp16")->capture_default_str();
+  cmd->add_option("--precision", opts->precision,
+                  "Compute type: auto (fp32 on a CPU, over weights kept as stored; bf16 on a GPU), fp32, bf16 or fp16")->capture_default_str();
   cmd->add_option("--device", opts->device, "cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--attention-chunk", opts->attention_chunk, "Query rows per attention chunk (0 = all)")->capture_default_str();
   cmd->add_option("--sampler", opts->sampler,
@@ -213,10 +225,10 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--threshold", opts->threshold, "Confidence threshold of the threshold rule, >= 0")->capture_default_str();
   cmd->add_option("--factor", opts->factor, "Factor of the factor rule, > 0")->capture_default_str();
   cmd->add_flag("--no-early-stop", opts->no_early_stop, "Fast modes: do not stop when a block ends in EOS");
-  cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per core)")->capture_default_str();
+  cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per usable core)")->capture_default_str();
   cmd->add_option("--gemm", opts->gemm,
-                  "Float32 products with few rows: auto (unmask's kernel where the CPU has AVX-512, never repacking the "
-                  "weight) or blas (always the BLAS)")
+                  "Float32 products with few rows: auto (unmask's widest kernel this CPU runs, never repacking the "
+                  "weight), avx512, avx2, or blas (always the BLAS)")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print {\"output\", \"unmasked_per_step\", \"seconds\"} as JSON");
   cmd->callback([opts]() { throw CLI::RuntimeError(RunGenerate(*opts, std::cout, std::cerr)); });

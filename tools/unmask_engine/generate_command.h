@@ -22,7 +22,7 @@ struct GenerateOptions {
   bool stop_at_eos = false;             // cut ids and text at the first EOS / EoT
   sampler::GenerationParams params;
   std::string remasking = "low_confidence";
-  std::string precision = "fp32";
+  std::string precision = "auto";      // auto | fp32 | bf16 | fp16 (model/cpu_features.h chooses for auto)
   std::string device = "cpu";
   std::int64_t attention_chunk = 0;
   std::string sampler = "reference";  // any name of sampler_registry.h, e.g. dual_cache+threshold
@@ -30,7 +30,7 @@ struct GenerateOptions {
   double factor = 1.0;                // factor rule (fast modes)
   bool no_early_stop = false;         // fast modes: run every block even after one ends in EOS
   int threads = 0;                    // intra-op threads; 0: one per core
-  std::string gemm = "auto";          // float32 few-row products: auto (the kernel where it runs) or blas
+  std::string gemm = "auto";          // float32 few-row products: auto | avx512 | avx2 | blas
   bool json = false;
 };
 
