@@ -8,8 +8,10 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
-  # engine
-  libtorch-dev libopenblas0-pthread
+  # engine. OpenBLAS built with OpenMP: it runs on LibTorch's OpenMP pool instead of beside it
+  # (common/model/threading.h); its pthreads build is supported too, held to one thread.
+  # libopenblas0-pthread: only for the tests of the pthreads path (engine_tests_pthreads_openblas).
+  libtorch-dev libopenblas0-openmp libopenblas0-pthread
   # services
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhiredis-dev redis-server prometheus-cpp-dev libabsl-dev
@@ -44,15 +46,38 @@ command -v node >/dev/null || PACKAGES+=(nodejs)
 command -v npm >/dev/null || PACKAGES+=(npm)
 
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${PACKAGES[@]}"
+# On a fresh machine something else (unattended-upgrades, cloud-init) may hold the package
+# manager's lock for minutes: wait for it instead of failing with "Could not get lock". apt
+# waits for dpkg's lock by itself (DPkg::Lock::Timeout); the package lists' lock, which
+# `apt-get update` takes, is retried here. UNMASK_APT_LOCK_WAIT: seconds in all (default 1200).
+apt_get() {
+  local waited=0 limit=${UNMASK_APT_LOCK_WAIT:-1200} log
+  log=$(mktemp)
+  while true; do
+    # pipefail (set above): the pipeline fails when apt-get does.
+    if $SUDO apt-get -o DPkg::Lock::Timeout="$limit" "$@" 2>&1 | tee "$log"; then
+      rm -f "$log"
+      return 0
+    fi
+    if ! grep -qE "Could not get lock|Unable to lock|is another process using it" "$log" || [ "$waited" -ge "$limit" ]; then
+      rm -f "$log"
+      return 1
+    fi
+    echo "setup: the package manager is busy (another apt or dpkg holds its lock); waiting (${waited}s of ${limit}s)" >&2
+    sleep 10
+    waited=$((waited + 10))
+  done
+}
+apt_get update -q
+apt_get install -y -q --no-install-recommends "${PACKAGES[@]}"
 # libFuzzer of the installed clang's major version (libfuzzer-14-dev with Debian 12's clang 14).
 clang_major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)
-$SUDO apt-get install -y -q --no-install-recommends "libfuzzer-${clang_major}-dev"
-# With the reference BLAS float32 matmul is ~30x slower: make sure the pthread OpenBLAS is the one in use.
+apt_get install -y -q --no-install-recommends "libfuzzer-${clang_major}-dev"
+# With the reference BLAS float32 matmul is ~30x slower, and OpenBLAS's pthreads build spins
+# beside LibTorch's OpenMP pool: make sure the OpenMP OpenBLAS is the one in use.
 if command -v update-alternatives >/dev/null; then
   for alt in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu; do
-    cand=$(update-alternatives --list "$alt" 2>/dev/null | grep openblas-pthread | head -n1 || true)
+    cand=$(update-alternatives --list "$alt" 2>/dev/null | grep openblas-openmp | head -n1 || true)
     if [ -n "$cand" ]; then $SUDO update-alternatives --set "$alt" "$cand" >/dev/null; fi
   done
 fi
