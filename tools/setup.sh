@@ -74,9 +74,11 @@ apt_get install -y -q --no-install-recommends "${PACKAGES[@]}"
 clang_major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)
 apt_get install -y -q --no-install-recommends "libfuzzer-${clang_major}-dev"
 # With the reference BLAS float32 matmul is ~30x slower, and OpenBLAS's pthreads build spins
-# beside LibTorch's OpenMP pool: make sure the OpenMP OpenBLAS is the one in use.
+# beside LibTorch's OpenMP pool: make sure the OpenMP OpenBLAS is the one in use, under all three
+# names (LibTorch links libblas.so.3, liblapack.so.3 and libopenblas.so.0 itself: one left on the
+# pthreads build would load both builds into every process).
 if command -v update-alternatives >/dev/null; then
-  for alt in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu; do
+  for alt in libblas.so.3-x86_64-linux-gnu liblapack.so.3-x86_64-linux-gnu libopenblas.so.0-x86_64-linux-gnu; do
     cand=$(update-alternatives --list "$alt" 2>/dev/null | grep openblas-openmp | head -n1 || true)
     if [ -n "$cand" ]; then $SUDO update-alternatives --set "$alt" "$cand" >/dev/null; fi
   done

@@ -4,10 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "common/model/cpu_features.h"
 #include "common/model/small_gemm.h"
+
+namespace unmask::model {
+// Test names say "avx2", not "4-byte object <01-00 00-00>".
+inline void PrintTo(GemmPath path, std::ostream* os) { *os << GemmPathName(path); }
+}  // namespace unmask::model
 
 namespace unmask::testing {
 
