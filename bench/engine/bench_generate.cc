@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/common/bench_compute.h"
 #include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   app.add_option("--precisions", a.precisions);
   app.add_option("--doc", a.doc, "markdown file whose bench:engine-baseline section is replaced");
   CLI11_PARSE(app, argc, argv);
+  (void)unmask::bench::SetUpComputeOrExit();
 
   std::unique_ptr<unmask::bench::TempModel> temp;
   if (a.model.empty()) {

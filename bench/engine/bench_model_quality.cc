@@ -27,7 +27,7 @@
 
 #include "bench/common/bench_report.h"
 #include "common/memory/clamp.h"
-#include "common/model/compute_setup.h"
+#include "bench/common/bench_compute.h"
 #include "common/model/llada_model.h"
 #include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
@@ -190,8 +190,7 @@ int main(int argc, char** argv) {
     }
   }
   auto want = [&](const char* part) { return wanted.count(part) > 0; };
-  const auto setup = Check(model::SetUpCompute({threads}), "--threads");
-  std::cerr << "threads: " << setup.threads << "; gemm: " << setup.gemm_line << "\n";
+  (void)bench::SetUpComputeOrExit(threads);
 
   const auto corpus = Check(train::ReadVerseCorpus(corpus_path, held_out_every), "corpus");
   const auto tok = Check(tokenizer::Tokenizer::FromFile(dir + "/tokenizer.json"), "tokenizer");

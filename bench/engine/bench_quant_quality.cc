@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "bench/common/bench_compute.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
 #include "common/weights/progressive_loader.h"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("--length", length);
   app.add_option("--doc", doc);
   CLI11_PARSE(app, argc, argv);
+  (void)unmask::bench::SetUpComputeOrExit();
 
   auto reference = FromSpec(dir, "bf16");
   const auto& config = reference->config();

@@ -30,6 +30,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/common/bench_compute.h"
 #include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", a.trace, "print the tokens unmasked per step of each mode to stderr");
   app.add_option("--doc", a.doc, "markdown file whose bench:samplers section is replaced");
   CLI11_PARSE(app, argc, argv);
+  (void)unmask::bench::SetUpComputeOrExit();
 
   std::unique_ptr<bench::TempModel> temp;
   if (a.model.empty()) {

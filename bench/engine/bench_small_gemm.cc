@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/bench_compute.h"
 #include "bench/common/bench_report.h"
 #include "common/model/cpu_features.h"
 #include "common/model/small_gemm.h"
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
   app.add_option("--calls", calls, "calls of each per shape")->check(CLI::Range(3, 100000));
   app.add_option("--doc", doc, "markdown file whose bench:small-gemm section is replaced");
   CLI11_PARSE(app, argc, argv);
-  if (threads > 0) at::set_num_threads(threads);
+  const std::string compute = unmask::bench::SetUpComputeOrExit(threads);
   const auto& cpu = unmask::model::HostCpuFeatures();
   const GemmPath paths[] = {GemmPath::kAvx2, GemmPath::kAvx512};
 
@@ -130,8 +131,8 @@ int main(int argc, char** argv) {
           "layout, float32 or bf16 widened as it is loaded, never repacked; 4 x-rows by 3 W-rows per AVX2 tile, 6 "
           "by 4 per AVX-512 tile) against the BLAS behind `at::linear` (OpenBLAS; for a bf16 W, after widening it "
           "to float32, as `Linear` does without a kernel), alternating call by call, "
-       << calls << " calls each, " << at::get_num_threads()
-       << " intra-op threads; medians, each ratio is the median of per-call ratios.\n\n"
+       << calls << " calls each; medians, each ratio is the median of per-call ratios. Threads: " << compute
+       << ".\n\n"
        << table.str() << "\nMachine: " << unmask::bench::MachineDescription() << " (CPU flags: "
        << unmask::model::DescribeCpuFlags(cpu) << "). Command: `" << unmask::bench::CommandLine(argc, argv) << "`.\n";
   std::printf("%s", body.str().c_str());

@@ -30,6 +30,7 @@
 
 #include <ATen/ATen.h>
 
+#include "bench/common/bench_compute.h"
 #include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/memory/clamp.h"
@@ -195,6 +196,7 @@ int main(int argc, char** argv) {
   app.add_option("--filter", filter, "only cases whose 'sampler precision note' contains this");
   app.add_option("--doc", doc, "markdown file whose bench:memory section is replaced");
   CLI11_PARSE(app, argc, argv);
+  (void)unmask::bench::SetUpComputeOrExit();
 
   std::unique_ptr<unmask::bench::TempModel> temp;
   if (model_dir.empty()) {

@@ -33,6 +33,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/common/bench_compute.h"
 #include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
@@ -685,6 +686,7 @@ int main(int argc, char** argv) {
   app.add_option("--precision", a.precision)->group("");
   app.add_option("--executor-id", a.executor_id)->group("");
   CLI11_PARSE(app, argc, argv);
+  (void)unmask::bench::SetUpComputeOrExit();
   if (!a.child.empty()) return unmask::ChildMain(a);
 
   int failures = 0;

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/bench_compute.h"
 #include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
 #include "common/jobs/memory_job_store.h"
@@ -479,5 +480,6 @@ int main(int argc, char** argv) {
   app.add_option("--steps", a.steps)->capture_default_str();
   app.add_option("--doc", a.doc, "Markdown file whose scheduler-latency section is replaced");
   CLI11_PARSE(app, argc, argv);
+  (void)unmask::bench::SetUpComputeOrExit();
   return unmask::Main(a, argc, argv);
 }

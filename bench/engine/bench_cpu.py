@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""The CPU table: unmask's defaults against the alternatives, on this CPU, side by side.
+
+On models/unmask-kjv with `unmask-engine generate` (the demo's two jobs: a 64-token continuation
+in one 32-token block... two blocks, and the 64-token chat answer in 8-token blocks), every
+configuration runs in turn, round after round, and each run reports its own generation time
+(loading excluded); the figures are medians over the rounds. Configurations: the defaults (no
+flags), every thread count from 1 to the cores, --precision bf16, and each few-row kernel path
+this CPU runs (--gemm avx512 / avx2 / blas). With --services, the demo itself: loader, executor
+and scheduler started as tools/demo.sh starts them, and each `unmask generate` of the demo timed
+from the CLI's start to its exit. With --official, reference mode against the official loop
+(bench_official.py's shape and rules).
+
+Writes this CPU's row into --doc's bench:cpu-table section (rows of other CPUs are kept) and the
+details into bench:cpu-details-<cpu>.
+
+  bench/engine/bench_cpu.py [--build build] [--rounds 5] [--services] [--official] [--doc docs/benchmarks.md]
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_official  # noqa: E402
+
+ROOT = bench_official.ROOT
+FLAGS_THAT_MATTER = ["avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16"]
+JOB = ["--gen-length", "64", "--block-length", "8", "--steps", "64"]
+CHAT_ENGINE = ["--chat", "--prompt", "What does John 3:16 say?", *JOB]  # unmask-engine: --chat is a switch
+CHAT = ["--chat", "What does John 3:16 say?", *JOB]  # unmask (the CLI): --chat takes the text
+CONTINUATION = ["--prompt", "And God said unto Moses,", "--gen-length", "64", "--block-length", "32", "--steps", "64"]
+
+
+def cpu():
+    with open("/proc/cpuinfo") as f:
+        text = f.read()
+    name = re.search(r"model name\s*:\s*(.*)", text)
+    flags = set(re.search(r"flags\s*:\s*(.*)", text).group(1).split())
+    return (name.group(1).strip() if name else "unknown CPU"), [f for f in FLAGS_THAT_MATTER if f in flags]
+
+
+def engine(build, model, job, extra):
+    cmd = [os.path.join(build, "tools", "unmask_engine", "unmask-engine"), "generate", "--model", model, *job, "--json", *extra]
+    return bench_official.run_json(cmd)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def demo_jobs(build, rounds):
+    """Seconds per `unmask generate` of the demo, through the services started as demo.sh starts them."""
+    ports = {k: free_port() for k in ("loader", "executor", "scheduler")}
+    bins = {"loader": "services/loader/unmask-loader", "executor": "services/executor/unmask-executor",
+            "scheduler": "services/scheduler/unmask-scheduler"}
+    args = {
+        "loader": ["--model-root", os.path.join(ROOT, "models")],
+        "executor": ["--loader", f"127.0.0.1:{ports['loader']}", "--model", "unmask-kjv"],
+        "scheduler": ["--executors", f"127.0.0.1:{ports['executor']}", "--model-root", os.path.join(ROOT, "models")],
+    }
+    procs = []
+    cli = os.path.join(build, "tools", "unmask_cli", "unmask")
+    try:
+        for who in ("loader", "executor", "scheduler"):
+            procs.append(subprocess.Popen([os.path.join(build, bins[who]), "--listen", f"127.0.0.1:{ports[who]}",
+                                           "--metrics-listen", "127.0.0.1:0", *args[who]],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            for _ in range(300):
+                if subprocess.run([cli, "health", "--addr", f"127.0.0.1:{ports[who]}"], capture_output=True).returncode == 0:
+                    break
+                time.sleep(0.2)
+        sched = ["--scheduler", f"127.0.0.1:{ports['scheduler']}"]
+        for _ in range(50):
+            if "unmask-kjv" in subprocess.run([cli, *sched, "models"], capture_output=True, text=True).stdout:
+                break
+            time.sleep(0.2)
+        times = {"continuation": [], "chat": []}
+        for _ in range(rounds + 1):  # the first round warms up
+            for name, job in (("continuation", CONTINUATION), ("chat", CHAT)):
+                start = time.monotonic()
+                r = subprocess.run([cli, *sched, "generate", "--model", "unmask-kjv", *job, "--json"], capture_output=True)
+                if r.returncode != 0:
+                    sys.exit(f"demo job {name} failed: {r.stderr.decode()[-1000:]}")
+                times[name].append(time.monotonic() - start)
+        return {k: statistics.median(v[1:]) for k, v in times.items()}
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+
+
+def update_table(doc, row_key, row):
+    begin, end = "<!-- bench:cpu-table -->", "<!-- /bench:cpu-table -->"
+    with open(doc) as f:
+        text = f.read()
+    header = ("| CPU (flags that matter) | chat job, defaults | best thread setting | defaults / best | fp32 (auto) / bf16 "
+              "| kernel paths (chat job) | demo jobs through the services | reference / official |\n"
+              "|---|---|---|---|---|---|---|---|\n")
+    rows = []
+    if begin in text and end in text:
+        body = text[text.index(begin) + len(begin):text.index(end)]
+        rows = [l for l in body.splitlines() if l.startswith("| ") and not l.startswith("| CPU") and not l.startswith("|---")]
+    rows = [r for r in rows if not r.startswith(f"| {row_key} ")] + [row]
+    bench_official.replace_section(doc, "cpu-table", header + "\n".join(rows) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--services", action="store_true", help="also time the demo's jobs through the services")
+    ap.add_argument("--official", action="store_true", help="also reference mode against the official loop")
+    ap.add_argument("--doc")
+    a = ap.parse_args()
+    model = os.path.join(ROOT, "models", "unmask-kjv")
+    name, flags = cpu()
+    cores = os.cpu_count()
+    configs = {"defaults": []}
+    for t in range(1, cores + 1):
+        configs[f"--threads {t}"] = ["--threads", str(t)]
+    configs["--precision bf16"] = ["--precision", "bf16"]
+    paths = [p for p, need in (("avx512", "avx512f"), ("avx2", "avx2")) if need in flags and "fma" in flags] + ["blas"]
+    for p in paths:
+        configs[f"--gemm {p}"] = ["--gemm", p]
+
+    seconds = {job: {c: [] for c in configs} for job in ("chat", "continuation")}
+    setup = {}
+    for r in range(a.rounds + 1):  # round 0 warms the caches up and is not counted
+        for job, args in (("chat", CHAT_ENGINE), ("continuation", CONTINUATION)):
+            for c, extra in configs.items():
+                out = engine(a.build, model, args, extra)
+                if c == "defaults":
+                    setup = out.get("compute", {})
+                if r > 0:
+                    seconds[job][c].append(out["seconds"])
+        print(f"round {r} done", file=sys.stderr)
+    med = {job: {c: statistics.median(v) for c, v in s.items()} for job, s in seconds.items()}
+
+    chat = med["chat"]
+    threads = {c: v for c, v in chat.items() if c.startswith("--threads")}
+    best = min(threads, key=threads.get)
+    demo = demo_jobs(a.build, a.rounds) if a.services else None
+    official = None
+    if a.official:
+        official = bench_official.compare(a.build, 64, max(3, a.rounds // 2))
+
+    detail = [f"Configurations in turn, {a.rounds} rounds after a warm-up round; medians of each run's own generation "
+              f"time (loading excluded), unmask-kjv. Defaults chose: precision {setup.get('precision')} "
+              f"({setup.get('precision_why')}); {setup.get('threads')}; gemm {setup.get('gemm')}.\n",
+              "| configuration | chat job (64 tokens, 8-token blocks) s | continuation (64 tokens, 32-token blocks) s |",
+              "|---|---|---|"]
+    for c in configs:
+        detail.append(f"| {c} | {med['chat'][c]:.3f} | {med['continuation'][c]:.3f} |")
+    if demo:
+        detail.append(f"\nThe demo through the services (tools/demo.sh's flags; CLI start to exit, median of {a.rounds}): "
+                      f"continuation {demo['continuation']:.2f} s, chat {demo['chat']:.2f} s.")
+    if official:
+        detail.append(f"\nReference mode / official generate() at defaults (bench_official.py's shape, gen 64): "
+                      f"{official['ratio']:.2f}x (pairs {official['pairs']}, min-max {official['min']:.2f}-{official['max']:.2f}), "
+                      "identical ids in every pair.")
+    detail.append(f"\nMachine: {bench_official.machine()}; flags: {' '.join(flags) or 'none of ' + ' '.join(FLAGS_THAT_MATTER)}. "
+                  f"Command: `bench/engine/bench_cpu.py --rounds {a.rounds}" + (" --services" if a.services else "")
+                  + (" --official" if a.official else "") + (f" --doc {os.path.relpath(a.doc, ROOT)}" if a.doc else "") + "`.\n")
+    body = "\n".join(detail) + "\n"
+    print(body)
+
+    key = f"{name} ({' '.join(flags)})"
+    kernels = ", ".join(f"{c.split()[-1]} {med['chat'][c]:.2f} s" for c in configs if c.startswith("--gemm"))
+    row = (f"| {key} | {chat['defaults']:.2f} s | {best.split()[-1]} thread(s), {threads[best]:.2f} s | "
+           f"{chat['defaults'] / threads[best]:.2f} | {chat['defaults']:.2f} / {chat['--precision bf16']:.2f} s | {kernels} | "
+           + (f"continuation {demo['continuation']:.2f} s, chat {demo['chat']:.2f} s" if demo else "not run") + " | "
+           + (f"{official['ratio']:.2f}x" if official else "not run") + " |")
+    print(row)
+    if a.doc:
+        update_table(a.doc, key, row)
+        slug = re.sub(r"[^a-z0-9]+", "-", (name + " " + " ".join(flags)).lower()).strip("-")
+        section = f"cpu-details-{slug}"
+        with open(a.doc) as f:
+            text = f.read()
+        if f"<!-- bench:{section} -->" not in text:  # a new CPU: its details go after the table
+            end = "<!-- /bench:cpu-table -->"
+            text = text.replace(end, f"{end}\n\n<!-- bench:{section} -->\n<!-- /bench:{section} -->", 1)
+            with open(a.doc, "w") as f:
+                f.write(text)
+        bench_official.replace_section(a.doc, section, f"**{key}**\n\n" + body)
+
+
+if __name__ == "__main__":
+    main()
