@@ -99,13 +99,16 @@ ComputeChoice ChooseCompute(std::optional<Precision> requested, const CpuFeature
     if (stored == Precision::kFloat16) return {Precision::kFloat16, "GPU, weights stored as fp16: fp16 tensor cores"};
     return {Precision::kBFloat16, "GPU: bf16 tensor cores"};
   }
-  // On a CPU the weights stay in their storage type (bf16 halves the bytes read per step) and
-  // the few-row kernels widen them to fp32 in registers. LibTorch's bf16 operators convert
-  // element by element where the CPU has no bf16 instructions (5x slower measured on an AVX2
-  // EPYC), and were not faster even with AVX512_BF16 (docs/benchmarks.md, "CPU table").
+  // On a CPU without bf16 instructions LibTorch's bf16 operators convert element by element (5x
+  // slower than fp32 on an AVX2 EPYC): fp32, with the weights left in their storage type (the
+  // few-row kernels widen bf16 in registers). With them (oneDNN's bf16 matmuls), bf16 weights
+  // are computed in bf16: 1.1x fp32 on a Zen 4 EPYC (docs/benchmarks.md, "CPU table").
   if (!HasNativeBf16(cpu))
     return {Precision::kFloat32, "CPU without bf16 instructions (no avx512_bf16/amx_bf16): bf16 arithmetic would be emulated"};
-  return {Precision::kFloat32, "CPU: fp32 arithmetic over the stored weights measured faster than bf16 even with bf16 instructions"};
+  if (stored == Precision::kBFloat16)
+    return {Precision::kBFloat16, "CPU with bf16 instructions (avx512_bf16/amx_bf16) and bf16 weights"};
+  return {Precision::kFloat32, std::string("CPU, weights stored as ") + PrecisionName(stored) +
+                                   ": fp32 (no fp16 arithmetic; fp32 weights are not narrowed)"};
 }
 
 }  // namespace unmask::model

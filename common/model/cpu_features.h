@@ -41,7 +41,8 @@ struct ComputeChoice {
 };
 // `requested`: the --precision flag; nullopt for "auto". `on_gpu`: computing on a CUDA device.
 // `stored`: the weights' storage type (dense; quantized weights are stored as int8/int4 and
-// dequantized to bf16 or fp32 by the compute type).
+// dequantized to bf16 or fp32 by the compute type, and count as bf16). Auto on a CPU: bf16 where
+// the CPU has bf16 instructions and the weights are bf16, fp32 everywhere else.
 ComputeChoice ChooseCompute(std::optional<Precision> requested, const CpuFeatures& cpu, bool on_gpu,
                             Precision stored);
 

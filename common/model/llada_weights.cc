@@ -153,4 +153,16 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
   }
 }
 
+StatusOr<Precision> CheckpointPrecision(const std::string& dir) {
+  // config.json first, as loading does: a directory that is no checkpoint is named by it.
+  UNMASK_RETURN_IF_ERROR(checkpoint::LladaConfig::FromFile(dir + "/config.json").status());
+  UNMASK_ASSIGN_OR_RETURN(auto ckpt, checkpoint::Checkpoint::Open(dir));
+  UNMASK_ASSIGN_OR_RETURN(checkpoint::TensorRef ref, ckpt->Find("model.transformer.wte.weight"));
+  switch (ref.info->dtype) {
+    case checkpoint::DType::kBF16: return Precision::kBFloat16;
+    case checkpoint::DType::kF16: return Precision::kFloat16;
+    default: return Precision::kFloat32;
+  }
+}
+
 }  // namespace unmask::model

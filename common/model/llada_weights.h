@@ -49,4 +49,8 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
                                                    std::shared_ptr<const weights::AttachedModel> segment,
                                                    const ModelOptions& options);
 
+// What a checkpoint directory stores its weights in (the dtype of its embedding table), for
+// ChooseCompute.
+StatusOr<Precision> CheckpointPrecision(const std::string& dir);
+
 }  // namespace unmask::model

@@ -39,11 +39,15 @@ struct Flags {
 StatusOr<unmask::model::ModelOptions> ModelOptionsFrom(const Flags& f, const std::string& stored) {
   namespace model = unmask::model;
   model::ModelOptions mopts;
+  model::Precision stored_precision = model::StoredPrecision(stored);
+  if (stored == "checkpoint" && !f.model_dir.empty()) {
+    UNMASK_ASSIGN_OR_RETURN(stored_precision, model::CheckpointPrecision(f.model_dir));
+  }
   auto requested = model::ParsePrecisionFlag(f.precision);
   if (!requested.ok()) return unmask::InvalidArgumentError("--precision: " + requested.status().message());
   UNMASK_ASSIGN_OR_RETURN(const c10::Device device, model::ParseDevice(f.options.device));
   const model::ComputeChoice choice =
-      model::ChooseCompute(*requested, model::HostCpuFeatures(), device.is_cuda(), model::StoredPrecision(stored));
+      model::ChooseCompute(*requested, model::HostCpuFeatures(), device.is_cuda(), stored_precision);
   mopts.precision = choice.compute;
   mopts.precision_why = choice.why;
   mopts.device = f.options.device;
@@ -120,8 +124,9 @@ int main(int argc, char** argv) {
   app.add_option("--model-dir", f.model_dir, "Read this checkpoint directly instead of attaching through a loader");
   app.add_option("--load-precision", f.load_precision, "Weights precision to ask the loader for (default: the loader's)");
   app.add_option("--precision", f.precision,
-                 "Compute type: auto (from the device and the CPU's features: fp32 on a CPU over weights kept as the "
-                 "loader stores them, bf16 on a GPU), fp32, bf16, fp16")
+                 "Compute type: auto (from the device and the CPU's features: on a CPU bf16 for bf16 weights where it "
+                 "has bf16 instructions, fp32 over weights kept as the loader stores them elsewhere; bf16 on a GPU), "
+                 "fp32, bf16, fp16")
       ->capture_default_str();
   app.add_option("--gemm", f.gemm, "Few-row float32 kernel: auto (the widest this CPU runs), avx512, avx2, blas")
       ->capture_default_str();

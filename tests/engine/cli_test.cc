@@ -51,7 +51,7 @@ TEST(UnmaskEngineCliTest, GenerateJsonMatchesTheGoldenFileForBatchAndSampledCase
     cmd += " --steps " + std::to_string(c["steps"].get<int>()) + " --gen-length " + std::to_string(c["gen_length"].get<int>()) +
            " --block-length " + std::to_string(c["block_length"].get<int>()) + " --temperature " +
            std::to_string(c["temperature"].get<double>()) + " --remasking " + c["remasking"].get<std::string>() +
-           " --seed " + std::to_string(c["seed"].get<int>()) + " --json";
+           " --seed " + std::to_string(c["seed"].get<int>()) + " --precision fp32 --json";  // the golden is fp32
     CommandResult r = RunCommand(cmd);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     json out = json::parse(r.out);
@@ -93,7 +93,7 @@ TEST(UnmaskEngineCliTest, EveryFastModeIsReachableAndGivesFastDllmsIds) {
                             " --steps " + std::to_string(c["steps"].get<int>()) + " --gen-length " +
                             std::to_string(c["gen_length"].get<int>()) + " --block-length " +
                             std::to_string(c["block_length"].get<int>()) + " --sampler " + c["sampler"].get<std::string>() +
-                            " --threshold 0.9 --no-early-stop --json";
+                            " --threshold 0.9 --no-early-stop --precision fp32 --json";  // the golden is fp32
     CommandResult r = RunCommand(cmd);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const json out = json::parse(r.out);
@@ -150,7 +150,10 @@ TEST(UnmaskEngineCliTest, TheDefaultPrecisionIsChosenAndExplained) {
   CommandResult r = RunCommand(base);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const json compute = json::parse(r.out)["compute"];
-  EXPECT_EQ(compute["precision"], "fp32");
+  // tiny-llada is stored as bf16: bf16 where the CPU has bf16 instructions, fp32 elsewhere.
+  const std::string flags = compute["cpu_flags"].get<std::string>();
+  const bool native_bf16 = flags.find("avx512_bf16") != std::string::npos || flags.find("amx_bf16") != std::string::npos;
+  EXPECT_EQ(compute["precision"], native_bf16 ? "bf16" : "fp32") << flags;
   EXPECT_THAT(compute["precision_why"].get<std::string>(), HasSubstr("CPU"));
   EXPECT_THAT(compute["threads"].get<std::string>(), HasSubstr("intra-op threads"));
   EXPECT_FALSE(compute["cpu_flags"].get<std::string>().empty());

@@ -60,15 +60,28 @@ TEST(GemmPathChoiceTest, ParsesEveryNameAndRefusesOthersNamingTheChoices) {
   EXPECT_THAT(bad.status().message(), HasSubstr("'avx1024' is not one of auto, avx512, avx2, blas"));
 }
 
-TEST(ComputeChoiceTest, Fp32OnEveryCpuAndSaysWhy) {
-  for (const CpuFeatures& cpu : {Avx2Epyc(), Avx512NoBf16(), Sse4Only()}) {
-    const ComputeChoice c = ChooseCompute(std::nullopt, cpu, /*on_gpu=*/false, Precision::kBFloat16);
-    EXPECT_EQ(c.compute, Precision::kFloat32) << DescribeCpuFlags(cpu);
-    EXPECT_THAT(c.why, HasSubstr("no avx512_bf16/amx_bf16"));
+TEST(ComputeChoiceTest, Fp32WhereTheCpuHasNoBf16InstructionsAndSaysWhy) {
+  for (const CpuFeatures& cpu : {Avx2Epyc(), Avx512NoBf16(), Sse4Only()})
+    for (Precision stored : {Precision::kBFloat16, Precision::kFloat16, Precision::kFloat32}) {
+      const ComputeChoice c = ChooseCompute(std::nullopt, cpu, /*on_gpu=*/false, stored);
+      EXPECT_EQ(c.compute, Precision::kFloat32) << DescribeCpuFlags(cpu);
+      EXPECT_THAT(c.why, HasSubstr("no avx512_bf16/amx_bf16"));
+    }
+}
+
+TEST(ComputeChoiceTest, Bf16WeightsInBf16WhereTheCpuHasBf16Instructions) {
+  CpuFeatures zen4 = Avx512NoBf16();
+  zen4.avx512_bf16 = true;  // AMD EPYC Zen 4: AVX512_BF16 without AMX
+  for (const CpuFeatures& cpu : {Avx512Bf16Xeon(), zen4}) {
+    const ComputeChoice bf16 = ChooseCompute(std::nullopt, cpu, false, Precision::kBFloat16);
+    EXPECT_EQ(bf16.compute, Precision::kBFloat16);
+    EXPECT_THAT(bf16.why, HasSubstr("bf16 instructions"));
+    // fp32 weights are not narrowed, fp16 ones are not computed in fp16 on a CPU.
+    EXPECT_EQ(ChooseCompute(std::nullopt, cpu, false, Precision::kFloat32).compute, Precision::kFloat32);
+    const ComputeChoice fp16 = ChooseCompute(std::nullopt, cpu, false, Precision::kFloat16);
+    EXPECT_EQ(fp16.compute, Precision::kFloat32);
+    EXPECT_THAT(fp16.why, HasSubstr("weights stored as fp16"));
   }
-  const ComputeChoice xeon = ChooseCompute(std::nullopt, Avx512Bf16Xeon(), false, Precision::kBFloat16);
-  EXPECT_EQ(xeon.compute, Precision::kFloat32);
-  EXPECT_THAT(xeon.why, HasSubstr("measured"));
 }
 
 TEST(ComputeChoiceTest, AGpuComputesInItsHalfPrecision) {

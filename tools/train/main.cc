@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   app.add_option("--weight-decay", t.weight_decay)->capture_default_str();
   app.add_option("--seed", t.seed)->capture_default_str();
   app.add_option("--compute", compute,
-                 "auto (fp32 on a CPU, bf16 on a GPU: model/cpu_features.h), bf16 or fp32 (master weights are fp32 "
+                 "auto (fp32 on a CPU, where the master weights are fp32; bf16 on a GPU: model/cpu_features.h), bf16 or fp32 (master weights are fp32 "
                  "either way)")
       ->capture_default_str();
   app.add_option("--threads", t.threads, "Intra-op threads (0: one per core)")->capture_default_str();

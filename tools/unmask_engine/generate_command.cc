@@ -122,9 +122,10 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   if (!requested.ok()) return fail(Status(requested.status().code(), "--precision: " + requested.status().message()));
   auto device = model::ParseDevice(o.device);
   if (!device.ok()) return fail(Status(device.status().code(), "--device: " + device.status().message()));
-  // A checkpoint directory's weights are read as they are stored (LLaDA's: bf16).
+  auto stored = model::CheckpointPrecision(o.model_dir);
+  if (!stored.ok()) return fail(stored.status());
   const model::ComputeChoice compute =
-      model::ChooseCompute(*requested, model::HostCpuFeatures(), device->is_cuda(), model::Precision::kBFloat16);
+      model::ChooseCompute(*requested, model::HostCpuFeatures(), device->is_cuda(), *stored);
   model::ModelOptions mopts;
   mopts.precision = compute.compute;
   mopts.device = o.device;
@@ -215,7 +216,8 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--confidence-eos-eot-inf", opts->params.confidence_eos_eot_inf, "EOS/EoT get confidence 0");
   cmd->add_option("--seed", opts->params.seed, "Seed of the sampling generator")->capture_default_str();
   cmd->add_option("--precision", opts->precision,
-                  "Compute type: auto (fp32 on a CPU, over weights kept as stored; bf16 on a GPU), fp32, bf16 or fp16")->capture_default_str();
+                  "Compute type: auto (on a CPU: bf16 for bf16 weights where it has bf16 instructions, fp32 over "
+                  "weights kept as stored elsewhere; bf16 on a GPU), fp32, bf16 or fp16")->capture_default_str();
   cmd->add_option("--device", opts->device, "cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--attention-chunk", opts->attention_chunk, "Query rows per attention chunk (0 = all)")->capture_default_str();
   cmd->add_option("--sampler", opts->sampler,
