@@ -21,8 +21,9 @@ PACKAGES=(
   libcpp-httplib-dev curl
   # libraries used by common/
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
-  # tests and benchmarks (the TLS tests make their CA and certificates with the openssl command)
-  libgtest-dev libgmock-dev libbenchmark-dev python3 openssl
+  # tests and benchmarks (the TLS tests make their CA and certificates with the openssl command;
+  # qemu-user runs the engine's kernel tests on emulated CPUs this machine is not)
+  libgtest-dev libgmock-dev libbenchmark-dev python3 openssl qemu-user
   # fuzzing (tools/fuzz.sh): clang; its libFuzzer package is added below, matching its version
   clang
   # the Python client (clients/python): its runtime; its stubs come from protoc and

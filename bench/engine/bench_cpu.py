@@ -5,7 +5,7 @@ On models/unmask-kjv with `unmask-engine generate` (the demo's two jobs: a 64-to
 in one 32-token block... two blocks, and the 64-token chat answer in 8-token blocks), every
 configuration runs in turn, round after round, and each run reports its own generation time
 (loading excluded); the figures are medians over the rounds. Configurations: the defaults (no
-flags), every thread count from 1 to the cores, --precision bf16, and each few-row kernel path
+flags), every thread count from 1 to the cores, --precision fp32 and bf16, and each few-row kernel path
 this CPU runs (--gemm avx512 / avx2 / blas). With --services, the demo itself: loader, executor
 and scheduler started as tools/demo.sh starts them, and each `unmask generate` of the demo timed
 from the CLI's start to its exit. With --official, reference mode against the official loop
@@ -41,13 +41,22 @@ def cpu():
     with open("/proc/cpuinfo") as f:
         text = f.read()
     name = re.search(r"model name\s*:\s*(.*)", text)
+    family, model = re.search(r"cpu family\s*:\s*(\d+)", text), re.search(r"\nmodel\s*:\s*(\d+)", text)
     flags = set(re.search(r"flags\s*:\s*(.*)", text).group(1).split())
-    return (name.group(1).strip() if name else "unknown CPU"), [f for f in FLAGS_THAT_MATTER if f in flags]
+    full = (name.group(1).strip() if name else "unknown CPU")
+    if family and model:  # a hypervisor may hide the model name's generation ("AMD EPYC")
+        full += f" (family {family.group(1)}, model {model.group(1)})"
+    return full, [f for f in FLAGS_THAT_MATTER if f in flags]
 
 
-def engine(build, model, job, extra):
+def engine(build, model, job, extra, env=None):
     cmd = [os.path.join(build, "tools", "unmask_engine", "unmask-engine"), "generate", "--model", model, *job, "--json", *extra]
-    return bench_official.run_json(cmd)
+    if env is None:
+        return bench_official.run_json(cmd)
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout)
 
 
 def free_port():
@@ -56,14 +65,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def demo_jobs(build, rounds):
+def demo_jobs(build, rounds, executor_flags=(), env=None):
     """Seconds per `unmask generate` of the demo, through the services started as demo.sh starts them."""
     ports = {k: free_port() for k in ("loader", "executor", "scheduler")}
     bins = {"loader": "services/loader/unmask-loader", "executor": "services/executor/unmask-executor",
             "scheduler": "services/scheduler/unmask-scheduler"}
     args = {
         "loader": ["--model-root", os.path.join(ROOT, "models")],
-        "executor": ["--loader", f"127.0.0.1:{ports['loader']}", "--model", "unmask-kjv"],
+        "executor": ["--loader", f"127.0.0.1:{ports['loader']}", "--model", "unmask-kjv", *executor_flags],
         "scheduler": ["--executors", f"127.0.0.1:{ports['executor']}", "--model-root", os.path.join(ROOT, "models")],
     }
     procs = []
@@ -72,7 +81,8 @@ def demo_jobs(build, rounds):
         for who in ("loader", "executor", "scheduler"):
             procs.append(subprocess.Popen([os.path.join(build, bins[who]), "--listen", f"127.0.0.1:{ports[who]}",
                                            "--metrics-listen", "127.0.0.1:0", *args[who]],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          env={**os.environ, **(env or {})}))
             for _ in range(300):
                 if subprocess.run([cli, "health", "--addr", f"127.0.0.1:{ports[who]}"], capture_output=True).returncode == 0:
                     break
@@ -98,12 +108,18 @@ def demo_jobs(build, rounds):
             p.wait()
 
 
+def baseline_commit(build):
+    r = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(build)), "rev-parse", "--short", "HEAD"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
 def update_table(doc, row_key, row):
     begin, end = "<!-- bench:cpu-table -->", "<!-- /bench:cpu-table -->"
     with open(doc) as f:
         text = f.read()
-    header = ("| CPU (flags that matter) | chat job, defaults | best thread setting | defaults / best | fp32 (auto) / bf16 "
-              "| kernel paths (chat job) | demo jobs through the services | reference / official |\n"
+    header = ("| CPU (flags that matter) | chat job, defaults | best thread setting | defaults / best | fp32 / bf16 "
+              "| kernel paths at fp32 (chat job) | demo jobs through the services | reference / official |\n"
               "|---|---|---|---|---|---|---|---|\n")
     rows = []
     if begin in text and end in text:
@@ -119,6 +135,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--services", action="store_true", help="also time the demo's jobs through the services")
     ap.add_argument("--official", action="store_true", help="also reference mode against the official loop")
+    ap.add_argument("--baseline", help="a build of an earlier commit: its defaults and its demo, in the same rounds")
+    ap.add_argument("--baseline-demo-flags", default="--precision bf16", help="the executor flags its demo used")
+    ap.add_argument("--baseline-blas", help="a folder with the BLAS the baseline ran with (LD_LIBRARY_PATH), e.g. "
+                                            "/usr/lib/x86_64-linux-gnu/openblas-pthread before issue 26")
     ap.add_argument("--doc")
     a = ap.parse_args()
     model = os.path.join(ROOT, "models", "unmask-kjv")
@@ -127,17 +147,23 @@ def main():
     configs = {"defaults": []}
     for t in range(1, cores + 1):
         configs[f"--threads {t}"] = ["--threads", str(t)]
+    configs["--precision fp32"] = ["--precision", "fp32"]
     configs["--precision bf16"] = ["--precision", "bf16"]
     paths = [p for p, need in (("avx512", "avx512f"), ("avx2", "avx2")) if need in flags and "fma" in flags] + ["blas"]
-    for p in paths:
-        configs[f"--gemm {p}"] = ["--gemm", p]
+    for p in paths:  # the kernels compute float32 products: compared at fp32
+        configs[f"--precision fp32 --gemm {p}"] = ["--precision", "fp32", "--gemm", p]
 
+    builds = {c: a.build for c in configs}
+    if a.baseline:
+        configs["baseline: its defaults"] = []
+        builds["baseline: its defaults"] = a.baseline
     seconds = {job: {c: [] for c in configs} for job in ("chat", "continuation")}
     setup = {}
     for r in range(a.rounds + 1):  # round 0 warms the caches up and is not counted
         for job, args in (("chat", CHAT_ENGINE), ("continuation", CONTINUATION)):
             for c, extra in configs.items():
-                out = engine(a.build, model, args, extra)
+                base_env = {"LD_LIBRARY_PATH": a.baseline_blas} if c.startswith("baseline") and a.baseline_blas else None
+                out = engine(builds[c], model, args, extra, base_env)
                 if c == "defaults":
                     setup = out.get("compute", {})
                 if r > 0:
@@ -149,6 +175,9 @@ def main():
     threads = {c: v for c, v in chat.items() if c.startswith("--threads")}
     best = min(threads, key=threads.get)
     demo = demo_jobs(a.build, a.rounds) if a.services else None
+    baseline_demo = (demo_jobs(a.baseline, a.rounds, a.baseline_demo_flags.split(),
+                               {"LD_LIBRARY_PATH": a.baseline_blas} if a.baseline_blas else None)
+                     if a.services and a.baseline else None)
     official = None
     if a.official:
         official = bench_official.compare(a.build, 64, max(3, a.rounds // 2))
@@ -163,20 +192,27 @@ def main():
     if demo:
         detail.append(f"\nThe demo through the services (tools/demo.sh's flags; CLI start to exit, median of {a.rounds}): "
                       f"continuation {demo['continuation']:.2f} s, chat {demo['chat']:.2f} s.")
+    if baseline_demo:
+        detail.append(f"The baseline's demo (its executor flags: `{a.baseline_demo_flags}`): continuation "
+                      f"{baseline_demo['continuation']:.2f} s, chat {baseline_demo['chat']:.2f} s.")
+    if a.baseline:
+        detail.append(f"\nBaseline: `{a.baseline}`, a build of commit {baseline_commit(a.baseline)}"
+                      + (f", with the BLAS in `{a.baseline_blas}`" if a.baseline_blas else "") + ".")
     if official:
         detail.append(f"\nReference mode / official generate() at defaults (bench_official.py's shape, gen 64): "
                       f"{official['ratio']:.2f}x (pairs {official['pairs']}, min-max {official['min']:.2f}-{official['max']:.2f}), "
                       "identical ids in every pair.")
     detail.append(f"\nMachine: {bench_official.machine()}; flags: {' '.join(flags) or 'none of ' + ' '.join(FLAGS_THAT_MATTER)}. "
                   f"Command: `bench/engine/bench_cpu.py --rounds {a.rounds}" + (" --services" if a.services else "")
-                  + (" --official" if a.official else "") + (f" --doc {os.path.relpath(a.doc, ROOT)}" if a.doc else "") + "`.\n")
+                  + (" --official" if a.official else "") + (f" --baseline {a.baseline}" if a.baseline else "")
+                  + (f" --baseline-blas {a.baseline_blas}" if a.baseline_blas else "") + (f" --doc {os.path.relpath(a.doc, ROOT)}" if a.doc else "") + "`.\n")
     body = "\n".join(detail) + "\n"
     print(body)
 
     key = f"{name} ({' '.join(flags)})"
-    kernels = ", ".join(f"{c.split()[-1]} {med['chat'][c]:.2f} s" for c in configs if c.startswith("--gemm"))
+    kernels = ", ".join(f"{c.split()[-1]} {med['chat'][c]:.2f} s" for c in configs if "--gemm" in c)
     row = (f"| {key} | {chat['defaults']:.2f} s | {best.split()[-1]} thread(s), {threads[best]:.2f} s | "
-           f"{chat['defaults'] / threads[best]:.2f} | {chat['defaults']:.2f} / {chat['--precision bf16']:.2f} s | {kernels} | "
+           f"{chat['defaults'] / threads[best]:.2f} | {chat['--precision fp32']:.2f} / {chat['--precision bf16']:.2f} s | {kernels} | "
            + (f"continuation {demo['continuation']:.2f} s, chat {demo['chat']:.2f} s" if demo else "not run") + " | "
            + (f"{official['ratio']:.2f}x" if official else "not run") + " |")
     print(row)

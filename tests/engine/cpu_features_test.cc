@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "common/model/compute_setup.h"
 #include "common/model/cpu_features.h"
 #include "common/model/small_gemm.h"
@@ -127,6 +129,20 @@ TEST(HostCpuTest, DescribesTheFlagsAndAgreesWithTheCompiler) {
   if (cpu.avx2) EXPECT_THAT(DescribeCpuFlags(cpu), HasSubstr("avx2"));
   EXPECT_THAT(DescribeCpuFlags(Sse4Only()), HasSubstr("none of"));
   EXPECT_EQ(DescribeCpuFlags(Avx512Bf16Xeon()), "avx2 fma f16c avx512f avx512bw avx512_bf16 amx_bf16");
+}
+
+// engine_tests_on_<cpu> run these tests on an emulated CPU (qemu-x86_64 -cpu ...) and say in
+// UNMASK_EXPECT_GEMM_PATH which path that CPU must get: detection reads the CPU it runs on.
+TEST(HostCpuTest, TheEmulatedCpuOfTheTestRunnerGetsItsPath) {
+  const char* expected = std::getenv("UNMASK_EXPECT_GEMM_PATH");
+  if (expected == nullptr) GTEST_SKIP() << "UNMASK_EXPECT_GEMM_PATH is not set";
+  auto want = ParseGemmPath(expected);
+  ASSERT_TRUE(want.ok());
+  const CpuFeatures& cpu = HostCpuFeatures();
+  EXPECT_EQ(BestGemmPath(cpu), *want) << DescribeCpuFlags(cpu);
+  EXPECT_EQ(ActiveGemmPath(), *want);
+  EXPECT_FALSE(HasNativeBf16(cpu));  // the emulated CPUs have no bf16 instructions
+  EXPECT_EQ(ChooseCompute(std::nullopt, cpu, false, Precision::kBFloat16).compute, Precision::kFloat32);
 }
 
 TEST(ComputeSetupTest, AnExplicitGemmFlagOverridesTheCpuChoice) {
