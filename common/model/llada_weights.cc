@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "common/model/small_gemm.h"
 #include "common/model/torch_util.h"
 #include "common/weights/weight_view.h"
 
@@ -53,8 +54,9 @@ StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const Den
 }
 
 // A tensor over `data`: a zero-copy view when it already has the compute dtype on CPU, or when
-// `keep_stored` and it is bf16 computed in fp32 on the CPU (the few-row kernels widen bf16
-// weights in registers: the weights stay shared and half the bytes are read). With
+// `keep_stored` and it is bf16 computed in fp32 on the CPU by a few-row kernel (they widen bf16
+// weights in registers: the weights stay shared and half the bytes are read; without a kernel,
+// the BLAS path, the weights are widened once here rather than at every product). With
 // `device_data` (the same bytes already in the device's memory), a view of those, converted on
 // the device when the dtype differs.
 at::Tensor TensorOver(const std::uint8_t* data, const std::vector<std::int64_t>& shape, at::ScalarType stored,
@@ -70,7 +72,8 @@ at::Tensor TensorOver(const std::uint8_t* data, const std::vector<std::int64_t>&
     return on_device.to(compute);
   }
   at::Tensor view = at::from_blob(const_cast<std::uint8_t*>(data), shape, at::TensorOptions().dtype(stored));
-  const bool widened_in_registers = keep_stored && stored == at::kBFloat16 && compute == at::kFloat;
+  const bool widened_in_registers =
+      keep_stored && stored == at::kBFloat16 && compute == at::kFloat && ActiveGemmPath() != GemmPath::kBlas;
   if ((stored == compute || widened_in_registers) && device.is_cpu()) {
     is_view = true;
     return view;  // read-only use; the mapping is kept alive by LladaWeights::backing

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/model/llada_model.h"
+#include "common/model/small_gemm.h"
 #include "tests/engine/temp_checkpoint.h"
 #include "tests/engine/test_paths.h"
 
@@ -31,6 +32,29 @@ TEST(LladaModelTest, Bf16AgreesWithFp32OnTheGoldenModel) {
   const double max_abs = (la - lb.to(at::kFloat)).abs().max().item<double>();
   EXPECT_LT(max_abs, 0.25) << "bf16 logits drifted from fp32";
   EXPECT_GT(max_abs, 0.0) << "bf16 path computed in fp32";
+}
+
+// A bf16 checkpoint computed in fp32 keeps its linear weights as bf16 views where a few-row
+// kernel widens them in registers, and widens them once at load where only the BLAS runs (never
+// at every product).
+TEST(LladaModelTest, Bf16WeightsStayBf16OnlyWhereAKernelWidensThem) {
+  const GemmPath before = ActiveGemmPath();
+  ASSERT_TRUE(SetGemmPath(GemmPath::kBlas).ok());
+  auto blas = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
+  ASSERT_TRUE(blas.ok()) << blas.status().ToString();
+  EXPECT_EQ((*blas)->weights().blocks[0].q_proj.weight().scalar_type(), at::kFloat);
+  EXPECT_EQ((*blas)->weights().wte.scalar_type(), at::kFloat);
+  const GemmPath best = BestGemmPath(HostCpuFeatures());
+  if (best != GemmPath::kBlas) {
+    ASSERT_TRUE(SetGemmPath(best).ok());
+    auto kernel = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
+    ASSERT_TRUE(kernel.ok());
+    EXPECT_EQ((*kernel)->weights().blocks[0].q_proj.weight().scalar_type(), at::kBFloat16);
+    EXPECT_EQ((*kernel)->weights().wte.scalar_type(), at::kBFloat16);
+    const at::Tensor ids = at::arange(1000, 1016, at::kLong).view({1, 16});
+    EXPECT_TRUE(at::allclose((*kernel)->Logits(ids, at::Tensor()), (*blas)->Logits(ids, at::Tensor()), 1e-4, 1e-4));
+  }
+  ASSERT_TRUE(SetGemmPath(before).ok());
 }
 
 TEST(LladaModelTest, QueryChunkedAttentionEqualsFullAttention) {
