@@ -32,7 +32,38 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;
-  return Status(code_, context + ": " + message_);
+  Status out = *this;
+  out.message_ = context + ": " + message_;
+  return out;
+}
+
+namespace {
+const std::string& Empty() {
+  static const std::string empty;
+  return empty;
+}
+}  // namespace
+
+const std::string& Status::field() const { return detail_ ? detail_->field : Empty(); }
+const std::string& Status::reason() const { return detail_ ? detail_->reason : Empty(); }
+
+Status Status::WithField(std::string field) const {
+  if (ok()) return *this;
+  ErrorDetail d = detail_ ? *detail_ : ErrorDetail{};
+  d.field = std::move(field);
+  return Status(code_, message_, std::move(d));
+}
+
+Status Status::WithReason(std::string reason, std::map<std::string, std::string> metadata) const {
+  if (ok()) return *this;
+  ErrorDetail d = detail_ ? *detail_ : ErrorDetail{};
+  d.reason = std::move(reason);
+  for (auto& [k, v] : metadata) d.metadata[k] = std::move(v);
+  return Status(code_, message_, std::move(d));
+}
+
+Status InvalidFieldError(const std::string& field, const std::string& rule) {
+  return Status(StatusCode::kInvalidArgument, field + ": " + rule, ErrorDetail{field, "", {}});
 }
 
 }  // namespace unmask

@@ -5,6 +5,8 @@
 // that the service edge converts with a single cast (see services/*/grpc_status.h).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,10 +36,27 @@ enum class StatusCode : int {
 
 const char* StatusCodeName(StatusCode code);
 
+// What a program reads of an error besides its code, so that no caller parses message text. The
+// service edges put it on the wire as google.rpc.BadRequest (field) and google.rpc.ErrorInfo
+// (reason, metadata) in the gRPC status details, and the HTTP API as the OpenAI error's `param`
+// and `code` (services/common/grpc_status.h, services/scheduler/http/http_errors.h).
+struct ErrorDetail {
+  // The request field at fault, as the gRPC API names it ("params.steps", "ids[3]",
+  // "chat.messages[1].role"); empty when no one field is.
+  std::string field;
+  // Why, for programs: UPPER_SNAKE_CASE and stable ("QUEUE_FULL", "API_KEY_LIMIT",
+  // "CLIENT_JOB_LIMIT", "DOES_NOT_FIT", "INVALID_VALUE", ...); empty when the code says enough.
+  std::string reason;
+  // Facts that go with the reason, such as {"limit", "1000"}.
+  std::map<std::string, std::string> metadata;
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, ErrorDetail detail)
+      : code_(code), message_(std::move(message)), detail_(std::make_shared<const ErrorDetail>(std::move(detail))) {}
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -45,12 +64,22 @@ class [[nodiscard]] Status {
   // "INVALID_ARGUMENT: steps: must be ..." ; "OK" when ok.
   std::string ToString() const;
 
-  // Returns a copy whose message is "<context>: <message>".
+  // Returns a copy whose message is "<context>: <message>" (the detail is kept).
   Status WithContext(const std::string& context) const;
+
+  // The detail, or null when the error has none.
+  const ErrorDetail* detail() const { return detail_.get(); }
+  // The detail's field and reason, empty when there is none.
+  const std::string& field() const;
+  const std::string& reason() const;
+  // A copy with the detail's field / reason (and metadata) set; an OK status stays as it is.
+  Status WithField(std::string field) const;
+  Status WithReason(std::string reason, std::map<std::string, std::string> metadata = {}) const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::shared_ptr<const ErrorDetail> detail_;  // shared: copies of a Status are cheap
 };
 
 inline Status OkStatus() { return Status(); }
@@ -66,6 +95,10 @@ inline Status OutOfRangeError(std::string m) { return {StatusCode::kOutOfRange, 
 inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status AlreadyExistsError(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 inline Status PermissionDeniedError(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+
+// INVALID_ARGUMENT with message "<field>: <rule>" and the detail's field set: the error of a
+// request field that has a bad value.
+Status InvalidFieldError(const std::string& field, const std::string& rule);
 
 // Holds either a value or a non-OK Status.
 template <typename T>
