@@ -10,7 +10,10 @@
 namespace unmask::auth {
 namespace {
 
-constexpr char kLimitPrefix[] = "API key limit: ";
+// The reasons of a key's own refusals (IsKeyLimit): its max_queued_jobs, its requests_per_second.
+constexpr char kKeyLimit[] = "API_KEY_LIMIT";
+constexpr char kKeyRate[] = "API_KEY_RATE";
+constexpr char kLimitPrefix[] = "API key limit: ";  // of the messages, for people
 
 std::string FormatRate(double r) {
   std::ostringstream out;
@@ -101,8 +104,10 @@ Status ApiKeys::AdmitRequest(const ApiKey& key) {
     st.refilled = now;
   }
   if (st.tokens < 1.0) {
+    const std::string retry = FormatRate(std::ceil((1.0 - st.tokens) / rate * 1000) / 1000);
     return ResourceExhaustedError(std::string(kLimitPrefix) + "key '" + key.name + "' is over requests_per_second=" +
-                                  FormatRate(rate) + "; retry in " + FormatRate(std::ceil((1.0 - st.tokens) / rate * 1000) / 1000) + " s");
+                                  FormatRate(rate) + "; retry in " + retry + " s")
+        .WithReason(kKeyRate, {{"key", key.name}, {"limit", FormatRate(rate)}, {"retry_after_seconds", retry}});
   }
   st.tokens -= 1.0;
   return OkStatus();
@@ -132,7 +137,8 @@ StatusOr<JobReservation> ApiKeys::ReserveJob(const ApiKey& key, const JobFinishe
   if (in_use >= limit) {
     return ResourceExhaustedError(std::string(kLimitPrefix) + "key '" + key.name + "' has " + std::to_string(in_use) +
                                   " jobs queued or running, its max_queued_jobs=" + std::to_string(limit) +
-                                  "; wait for one to finish");
+                                  "; wait for one to finish")
+        .WithReason(kKeyLimit, {{"key", key.name}, {"limit", std::to_string(limit)}});
   }
   st.reserved++;
   return JobReservation(this, &key);
@@ -157,7 +163,7 @@ void ApiKeys::Release(const ApiKey* key) {
 }
 
 bool IsKeyLimit(const Status& status) {
-  return status.code() == StatusCode::kResourceExhausted && status.message().rfind(kLimitPrefix, 0) == 0;
+  return status.code() == StatusCode::kResourceExhausted && (status.reason() == kKeyLimit || status.reason() == kKeyRate);
 }
 
 }  // namespace unmask::auth

@@ -90,8 +90,8 @@ class ApiKeys {
   std::map<const ApiKey*, KeyState> state_;
 };
 
-// Whether `status` is a refusal by a key's own limit (adapters answer it like a full queue:
-// HTTP 429).
+// Whether `status` is a refusal by a key's own limit: reason API_KEY_LIMIT (max_queued_jobs) or
+// API_KEY_RATE (requests_per_second). Adapters answer it like a full queue: HTTP 429.
 bool IsKeyLimit(const Status& status);
 
 }  // namespace unmask::auth

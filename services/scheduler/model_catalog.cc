@@ -32,7 +32,7 @@ StatusOr<checkpoint::LladaConfig> ModelCatalog::Config(const std::string& model,
       if (IsFile(path)) return checkpoint::LladaConfig::FromFile(path);
     }
   }
-  return NotFoundError("model: no executor serves '" + model + "' and no model root holds it");
+  return NotFoundError("model: no executor serves '" + model + "' and no model root holds it").WithField("model");
 }
 
 StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> ModelCatalog::Tokenizer(const std::string& model) {

@@ -3,18 +3,22 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/util/host_port.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler {
 namespace {
 
 constexpr char kClientLimitPrefix[] = "client limit: ";
+// The reason of ClientJobLimit's refusal (IsClientJobLimit).
+constexpr char kClientJobLimit[] = "CLIENT_JOB_LIMIT";
 
+// `field` is the request field over the limit, as the gRPC API names it.
 Status OverLimit(const std::string &field, std::int64_t got, std::int64_t limit,
                  const char *unit, const char *flag) {
-  return InvalidArgumentError(
-      field + ": must be at most " + std::to_string(limit) + " " + unit +
-      " (the scheduler's " + flag + "), got " + std::to_string(got));
+  return InvalidFieldError(field, "must be at most " + std::to_string(limit) +
+                                      " " + unit + " (the scheduler's " +
+                                      flag + "), got " + std::to_string(got));
 }
 
 } // namespace
@@ -87,15 +91,12 @@ std::string ClientAddress(std::string_view peer) {
   for (std::string_view scheme : {"ipv4:", "ipv6:"}) {
     if (peer.substr(0, scheme.size()) != scheme)
       continue;
-    std::string_view rest = peer.substr(scheme.size());
-    if (!rest.empty() && rest.front() == '[') {
-      const auto close = rest.find(']');
-      if (close != std::string_view::npos)
-        return std::string(rest.substr(1, close - 1));
-    }
-    const auto colon = rest.rfind(':');
-    return std::string(colon == std::string_view::npos ? rest
-                                                       : rest.substr(0, colon));
+    const std::string_view rest = peer.substr(scheme.size());
+    HostPortRules rules;
+    rules.default_port = 0;  // the address alone
+    rules.allow_empty_host = true;
+    auto parsed = ParseHostPort(rest, rules);
+    return parsed.ok() ? parsed->host : std::string(rest);
   }
   return std::string(peer);
 }
@@ -190,7 +191,9 @@ ClientJobLimit::Reserve(const std::string &client,
         std::string(kClientLimitPrefix) + "client " + client + " has " +
         std::to_string(in_use) + " jobs queued or running, the scheduler's " +
         "--max-queued-jobs-per-client=" + std::to_string(max_jobs_) +
-        "; wait for one to finish (or use an API key with its own limit)");
+        "; wait for one to finish (or use an API key with its own limit)")
+        .WithReason(kClientJobLimit, {{"client", client},
+                                      {"limit", std::to_string(max_jobs_)}});
   }
   st.reserved++;
   return Slot(this, client);
@@ -228,7 +231,7 @@ void ClientJobLimit::ForgetIfIdleLocked(const std::string &client) {
 
 bool IsClientJobLimit(const Status &status) {
   return status.code() == StatusCode::kResourceExhausted &&
-         status.message().rfind(kClientLimitPrefix, 0) == 0;
+         status.reason() == kClientJobLimit;
 }
 
 } // namespace unmask::scheduler

@@ -70,6 +70,9 @@ TEST(ApiKeysTest, RequestsPerSecondIsABucketOfOneSecond) {
   EXPECT_EQ(third.code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(third.message(), HasSubstr("key 'slow' is over requests_per_second=2"));
   EXPECT_TRUE(IsKeyLimit(third));
+  EXPECT_EQ(third.reason(), "API_KEY_RATE");
+  EXPECT_EQ(third.detail()->metadata.at("limit"), "2");
+  EXPECT_EQ(third.detail()->metadata.at("key"), "slow");
   for (int i = 0; i < 100; ++i) EXPECT_TRUE(keys.AdmitRequest(*open).ok());  // no limit of its own
   t.now += std::chrono::milliseconds(500);                                  // one request's worth back
   EXPECT_TRUE(keys.AdmitRequest(*slow).ok());
@@ -97,6 +100,8 @@ TEST(ApiKeysTest, QueuedJobsAreCountedUntilTheyFinish) {
   EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(c.status().message(), HasSubstr("key 'two-jobs' has 2 jobs queued or running, its max_queued_jobs=2"));
   EXPECT_TRUE(IsKeyLimit(c.status()));
+  EXPECT_EQ(c.status().reason(), "API_KEY_LIMIT");
+  EXPECT_EQ(c.status().detail()->metadata.at("limit"), "2");
   b->Commit("job-b");
   EXPECT_EQ(keys.JobsHeld(*two), 2);
   finished.insert("job-a");
@@ -135,6 +140,12 @@ TEST(ApiKeysTest, KeysWithoutAJobLimitAreNotCounted) {
 TEST(ApiKeysTest, OtherResourceExhaustedIsNotAKeyLimit) {
   EXPECT_FALSE(IsKeyLimit(ResourceExhaustedError("the queue is full (3 jobs); try again later")));
   EXPECT_FALSE(IsKeyLimit(OkStatus()));
+  // Only the reason counts, never the message: a message that reads like a key's refusal is not one.
+  EXPECT_FALSE(IsKeyLimit(ResourceExhaustedError("API key limit: key 'x' has 2 jobs queued or running")));
+  EXPECT_FALSE(IsKeyLimit(ResourceExhaustedError("x").WithReason("QUEUE_FULL")));
+  EXPECT_TRUE(IsKeyLimit(ResourceExhaustedError("x").WithReason("API_KEY_LIMIT")));
+  EXPECT_TRUE(IsKeyLimit(ResourceExhaustedError("x").WithReason("API_KEY_RATE")));
+  EXPECT_FALSE(IsKeyLimit(InvalidArgumentError("x").WithReason("API_KEY_LIMIT")));  // only RESOURCE_EXHAUSTED
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include "common/auth/api_keys.h"
 #include "common/auth/sha256.h"
+#include "services/scheduler/http/field_names.h"
+#include "services/scheduler/request_limits.h"
 #include "services/scheduler/scheduler_core.h"
 
 namespace unmask::scheduler::http {
@@ -42,7 +44,7 @@ TEST(HttpErrorsTest, EachCodeGetsItsHttpStatus) {
       {Status(StatusCode::kUnauthenticated, "a valid API key is required"), 401, "authentication_error"},
       {PermissionDeniedError("no"), 403, "permission_error"},
       {NotFoundError("model: no executor serves 'x' and no model root holds it"), 404, "invalid_request_error"},
-      {ResourceExhaustedError("the queue is full (5 jobs); try again later"), 429, "rate_limit_error"},
+      {ResourceExhaustedError("the queue is full (5 jobs); try again later").WithReason("QUEUE_FULL"), 429, "rate_limit_error"},
       {ResourceExhaustedError("does not fit the executors' memory even at gen_length 1"), 503, "service_unavailable"},
       {UnavailableError("model: 'm' is known but no executor serves it now"), 503, "service_unavailable"},
       {Status(StatusCode::kDeadlineExceeded, "deadline"), 504, "timeout"},
@@ -61,30 +63,89 @@ TEST(HttpErrorsTest, EachCodeGetsItsHttpStatus) {
   }
 }
 
-TEST(HttpErrorsTest, QueueFullIsToldApartFromDoesNotFit) {
-  EXPECT_TRUE(IsQueueFull(ResourceExhaustedError("the queue is full (1000 jobs); try again later")));
-  EXPECT_FALSE(IsQueueFull(ResourceExhaustedError("gen_length 4096 does not fit")));
-  EXPECT_FALSE(IsQueueFull(InvalidArgumentError("the queue is full")));  // only RESOURCE_EXHAUSTED
-  EXPECT_EQ(ToHttpError(ResourceExhaustedError("the queue is full (0 jobs); try again later")).body["error"]["code"], "queue_full");
+TEST(HttpErrorsTest, ResourceExhaustedIsToldApartByItsReason) {
+  struct Case {
+    const char* reason;
+    int http;
+    const char* code;
+  };
+  for (const Case& c : {Case{"QUEUE_FULL", 429, "queue_full"}, Case{"API_KEY_LIMIT", 429, "api_key_limit"},
+                        Case{"API_KEY_RATE", 429, "api_key_limit"}, Case{"CLIENT_JOB_LIMIT", 429, "client_limit"},
+                        Case{"DOES_NOT_FIT", 503, "does_not_fit"}, Case{"", 503, "does_not_fit"}}) {
+    const Status s = ResourceExhaustedError("refused").WithReason(c.reason, {{"limit", "5"}});
+    const HttpError e = ToHttpError(s);
+    EXPECT_EQ(e.status, c.http) << c.reason;
+    EXPECT_EQ(e.body["error"]["code"], c.code) << c.reason;
+    EXPECT_TRUE(e.body["error"]["param"].is_null()) << c.reason;
+  }
+}
+
+TEST(HttpErrorsTest, AMessageThatReadsLikeARefusalIsNotOne) {
+  // No message text is parsed: only the reason tells a full queue from a request that does not fit.
+  const Status look_alike = ResourceExhaustedError("the queue is full (1000 jobs); try again later");
+  EXPECT_FALSE(IsQueueFull(look_alike));
+  EXPECT_FALSE(IsClientJobLimit(ResourceExhaustedError("client limit: client 10.0.0.1 has 2 jobs")));
+  EXPECT_FALSE(auth::IsKeyLimit(ResourceExhaustedError("API key limit: key 'a' has 2 jobs")));
+  EXPECT_EQ(ToHttpError(look_alike).status, 503);
+  EXPECT_EQ(ToHttpError(look_alike).body["error"]["code"], "does_not_fit");
+  EXPECT_TRUE(IsQueueFull(ResourceExhaustedError("refused").WithReason("QUEUE_FULL")));
+  EXPECT_FALSE(IsQueueFull(InvalidArgumentError("refused").WithReason("QUEUE_FULL")));  // only RESOURCE_EXHAUSTED
+  EXPECT_FALSE(IsQueueFull(ResourceExhaustedError("refused").WithReason("DOES_NOT_FIT")));
+  // And a message that starts with a field name names no field.
+  EXPECT_TRUE(ToHttpError(InvalidArgumentError("steps: must be >= 1, got 0")).body["error"]["param"].is_null());
 }
 
 TEST(HttpErrorsTest, AnUnknownModelIsModelNotFound) {
-  const HttpError e = ToHttpError(NotFoundError("model: no executor serves 'x' and no model root holds it"));
+  const HttpError e =
+      ToHttpError(NotFoundError("model: no executor serves 'x' and no model root holds it").WithField("model"));
+  EXPECT_EQ(e.status, 404);
   EXPECT_EQ(e.body["error"]["param"], "model");
   EXPECT_EQ(e.body["error"]["code"], "model_not_found");
+  EXPECT_EQ(ToHttpError(NotFoundError("no job 'j'")).body["error"]["code"], "not_found");
 }
 
-TEST(HttpErrorsTest, TheCoresFieldNamesBecomeTheHttpApisNames) {
-  EXPECT_EQ(ParamOf("params.gen_length: must be in [1, 16384], got 0"), "max_tokens");
-  EXPECT_EQ(ParamOf("params.steps: must be >= 1, got 0"), "steps");
-  EXPECT_EQ(ParamOf("params: steps (100) must be <= gen_length (64)"), "steps");
-  EXPECT_EQ(ParamOf("chat.messages[1].role: must be system, user or assistant"), "messages[1].role");
-  EXPECT_EQ(ParamOf("text: must not be empty"), "prompt");
-  EXPECT_EQ(ParamOf("ids[3]: token id 99999 is outside the vocabulary"), "prompt[3]");
-  EXPECT_EQ(ParamOf("priority: must be in [-10, 10], got 11"), "priority");
-  EXPECT_TRUE(ParamOf("the queue is full (3 jobs)").is_null());
-  EXPECT_TRUE(ParamOf("").is_null());
-  EXPECT_TRUE(ParamOf(": nothing").is_null());
+TEST(HttpErrorsTest, ParamIsTheDetailsFieldInTheHttpApisNames) {
+  struct Case {
+    Status status;
+    const char* param;
+  };
+  const Case cases[] = {
+      {InvalidFieldError("params.gen_length", "must be in [1, 16384], got 0"), "max_tokens"},
+      {InvalidFieldError("params.steps", "must be >= 1, got 0"), "steps"},
+      {InvalidArgumentError("params: steps (100) must be <= gen_length (64)").WithField("params.steps"), "steps"},
+      {InvalidFieldError("chat.messages[1].role", "must be system, user or assistant"), "messages[1].role"},
+      {InvalidFieldError("text", "must not be empty"), "prompt"},
+      {InvalidFieldError("ids[3]", "token id 99999 is outside the vocabulary"), "prompt[3]"},
+      {InvalidFieldError("priority", "must be in [-10, 10], got 11"), "priority"},
+      {OutOfRangeError("x: out").WithField("max_tokens"), "max_tokens"},
+      {UnavailableError("'m' is known but no executor serves it now").WithField("model"), "model"},
+  };
+  for (const auto& c : cases) {
+    const HttpError e = ToHttpError(c.status);
+    EXPECT_EQ(e.body["error"]["param"], c.param) << c.status.ToString();
+  }
+}
+
+TEST(HttpErrorsTest, TheFieldNameTableMapsGrpcNamesToOpenAiNames) {
+  EXPECT_EQ(OpenAiFieldName("params.gen_length"), "max_tokens");
+  EXPECT_EQ(OpenAiFieldName("gen_length"), "max_tokens");
+  EXPECT_EQ(OpenAiFieldName("params.steps"), "steps");
+  EXPECT_EQ(OpenAiFieldName("params.sampler"), "sampler");
+  EXPECT_EQ(OpenAiFieldName("text"), "prompt");
+  EXPECT_EQ(OpenAiFieldName("ids"), "prompt");
+  EXPECT_EQ(OpenAiFieldName("ids[3]"), "prompt[3]");
+  EXPECT_EQ(OpenAiFieldName("chat.messages"), "messages");
+  EXPECT_EQ(OpenAiFieldName("chat.messages[1].role"), "messages[1].role");
+  EXPECT_EQ(OpenAiFieldName("chat"), "messages");
+  // The HTTP API's own names (set by its parser) and the names both APIs share pass through.
+  for (const char* same : {"model", "priority", "deadline_seconds", "prompt", "prompt[2]", "max_tokens",
+                           "messages[0].content[1]", "stop[1]", "stream_options.include_usage", "idempotency_key"})
+    EXPECT_EQ(OpenAiFieldName(same), same);
+  // A prefix matches whole names only.
+  EXPECT_EQ(OpenAiFieldName("idsx"), "idsx");
+  EXPECT_EQ(OpenAiFieldName("textual"), "textual");
+  EXPECT_EQ(OpenAiFieldName("params"), "params");
+  EXPECT_EQ(OpenAiFieldName("parameters"), "parameters");
 }
 
 TEST(HttpErrorsTest, ErrorBodyHasTheOpenAiShape) {

@@ -141,6 +141,7 @@ TEST_P(BadFieldTest, IsRefusedNamingTheField) {
   ASSERT_FALSE(r.ok()) << c.patch;
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), StartsWith(c.field + ":")) << c.patch;
+  EXPECT_EQ(r.status().field(), c.field) << c.patch;  // the detail, set where the parser found it
   // The error object the client gets: 400 with the field as param.
   const HttpError e = ToHttpError(r.status());
   EXPECT_EQ(e.status, 400);

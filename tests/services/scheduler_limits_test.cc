@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/jobs/memory_job_store.h"
+#include "services/common/grpc_status.h"
 #include "services/common/server_runner.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/request_limits.h"
@@ -101,6 +102,7 @@ TEST_F(SchedulerLimitsTest, PromptBytesAreCappedForTextAndChat) {
   EXPECT_THAT(s.error_message(),
               HasSubstr("text: must be at most 1000 bytes (the scheduler's "
                         "--max-prompt-bytes), got 1001"));
+  EXPECT_EQ(services::FromGrpcStatus(s).field(), "text");
 
   v1::GenerateRequest chat = IdsRequest();
   for (int i = 0; i < 3; ++i) {
@@ -113,6 +115,7 @@ TEST_F(SchedulerLimitsTest, PromptBytesAreCappedForTextAndChat) {
   EXPECT_THAT(s.error_message(),
               HasSubstr("chat.messages: must be at most 1000 bytes of content "
                         "(the scheduler's --max-prompt-bytes), got 1200"));
+  EXPECT_EQ(services::FromGrpcStatus(s).field(), "chat.messages");
 }
 
 TEST_F(SchedulerLimitsTest, ChatMessagesAreCapped) {
@@ -141,6 +144,8 @@ TEST_F(SchedulerLimitsTest, PromptTokensAreCapped) {
   EXPECT_THAT(s.error_message(),
               HasSubstr("ids: must be at most 4 token ids (the scheduler's "
                         "--max-prompt-tokens), got 5"));
+  EXPECT_EQ(services::FromGrpcStatus(s).field(), "ids");
+  EXPECT_EQ(CheckPromptTokens(5, o.limits).field(), "prompt");
   // An encoded prompt is checked after encoding, with the same flag.
   EXPECT_THAT(CheckPromptTokens(5, o.limits).message(),
               HasSubstr("prompt: must be at most 4 tokens once encoded"));
@@ -160,6 +165,14 @@ TEST_F(SchedulerLimitsTest, AnAnonymousClientHoldsAtMostItsShareOfTheQueue) {
               HasSubstr("client 127.0.0.1 has 2 jobs queued or running"));
   EXPECT_THAT(third.error_message(),
               HasSubstr("--max-queued-jobs-per-client=2"));
+  // The reason comes over the wire (ErrorInfo), not from the message.
+  const Status refused = services::FromGrpcStatus(third);
+  EXPECT_TRUE(IsClientJobLimit(refused));
+  EXPECT_EQ(refused.reason(), "CLIENT_JOB_LIMIT");
+  EXPECT_EQ(refused.detail()->metadata.at("limit"), "2");
+  EXPECT_FALSE(IsQueueFull(refused));
+  EXPECT_FALSE(IsClientJobLimit(
+      Status(StatusCode::kResourceExhausted, third.error_message())));
   // A bad request takes no slot; a job that ends gives its slot back.
   v1::GenerateRequest bad = IdsRequest();
   bad.mutable_params()->set_steps(-1);
@@ -183,7 +196,13 @@ TEST_F(SchedulerLimitsTest, AFullQueueNamesMaxQueue) {
   grpc::Status s = Submit(IdsRequest());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), HasSubstr("--max-queue=1"));
-  EXPECT_TRUE(
+  const Status full = services::FromGrpcStatus(s);
+  EXPECT_TRUE(IsQueueFull(full));
+  EXPECT_EQ(full.reason(), "QUEUE_FULL");
+  EXPECT_EQ(full.detail()->metadata.at("limit"), "1");
+  EXPECT_FALSE(IsClientJobLimit(full));
+  // The message alone (as parsing it used to decide) is not a full queue.
+  EXPECT_FALSE(
       IsQueueFull(Status(StatusCode::kResourceExhausted, s.error_message())));
 }
 

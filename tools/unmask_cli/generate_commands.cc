@@ -7,6 +7,7 @@
 
 #include "common/telemetry/grpc_tracing.h"
 #include "common/util/status.h"
+#include "services/common/grpc_status.h"
 
 #include "tools/unmask_cli/commands.h"
 #include "tools/unmask_cli/live_view.h"
@@ -125,6 +126,9 @@ std::string ToJson(const google::protobuf::Message& m) {
 int ReportStatus(const char* command, const grpc::Status& s) {
   std::cerr << "unmask " << command << ": " << telemetry::GrpcCodeName(s.error_code()) << " " << s.error_message()
             << "\n";
+  // The field at fault, from the status's google.rpc.BadRequest detail.
+  if (const std::string field = services::FromGrpcStatus(s).field(); !field.empty())
+    std::cerr << "  field: " << field << "\n";
   switch (s.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:

@@ -43,7 +43,8 @@ Status CompletionService::CheckServed(const std::string& model) {
   }
   auto known = catalog_.Config(model, {});
   if (!known.ok()) return known.status();
-  return UnavailableError("model: '" + model + "' is known but no executor serves it now; try again when one does");
+  return UnavailableError("model: '" + model + "' is known but no executor serves it now; try again when one does")
+      .WithField("model");
 }
 
 StatusOr<AcceptedCompletion> CompletionService::Accept(const OpenAiRequest& request, const std::string& traceparent,

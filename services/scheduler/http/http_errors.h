@@ -3,11 +3,15 @@
 // the HTTP status (400 BadRequestError, 401 AuthenticationError, 404 NotFoundError, 413, 429
 // RateLimitError, 5xx InternalServerError), so the status is what matters most:
 //
-//   INVALID_ARGUMENT, OUT_OF_RANGE, FAILED_PRECONDITION  400  (param: the field the message names)
+//   INVALID_ARGUMENT, OUT_OF_RANGE, FAILED_PRECONDITION  400
 //   UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404
-//   RESOURCE_EXHAUSTED  429 when the queue is full or an API key is over its own limit, else 503
-//                       (no executor can take the request)
+//   RESOURCE_EXHAUSTED  429 by the status's reason: QUEUE_FULL "queue_full", API_KEY_LIMIT /
+//                       API_KEY_RATE "api_key_limit", CLIENT_JOB_LIMIT "client_limit"; any other
+//                       503 "does_not_fit" (no executor can take the request)
 //   UNAVAILABLE 503, DEADLINE_EXCEEDED 504, UNIMPLEMENTED 501, anything else 500
+//
+// `param` is the status's detail field in the HTTP API's names (field_names.h), null when the
+// status names no field. No message text is parsed.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -27,10 +31,5 @@ HttpError ToHttpError(const Status& status);
 // An error object for what has no Status (413 from the HTTP library, unknown routes).
 nlohmann::json OpenAiErrorBody(const std::string& message, const std::string& type, const nlohmann::json& param,
                                const std::string& code);
-
-// The request field a validation message names, in the HTTP API's names ("params.gen_length:
-// ..." -> "max_tokens", "chat.messages[1].role: ..." -> "messages[1].role", "text: ..." ->
-// "prompt"); null when the message names none.
-nlohmann::json ParamOf(const std::string& message);
 
 }  // namespace unmask::scheduler::http

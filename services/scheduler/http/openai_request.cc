@@ -3,7 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "common/sampler/sampler_mode.h"
+#include "common/generation/sampler_mode.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler::http {
@@ -18,8 +18,9 @@ std::string Shown(const json& v) {
   return s;
 }
 
+// `field` is the OpenAI API's name; it becomes the error's detail.field (the error's `param`).
 Status Bad(const std::string& field, const std::string& rule, const json& got) {
-  return InvalidArgumentError(field + ": " + rule + ", got " + Shown(got));
+  return InvalidFieldError(field, rule + ", got " + Shown(got));
 }
 
 // The value of `key`, or nullptr when it is absent or null (clients send null for "unset").
@@ -101,7 +102,7 @@ StatusOr<std::string> MessageContent(const json& content, const std::string& fie
 
 Status ParseMessages(const json& body, v1::GenerateRequest& r) {
   const json* messages = Field(body, "messages");
-  if (!messages) return InvalidArgumentError("messages: is required");
+  if (!messages) return InvalidFieldError("messages", "is required");
   if (!messages->is_array() || messages->empty()) return Bad("messages", "must be a non-empty array of messages", *messages);
   auto& out = *r.mutable_chat();
   std::size_t bytes = 0;
@@ -110,7 +111,7 @@ Status ParseMessages(const json& body, v1::GenerateRequest& r) {
     const std::string field = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return Bad(field, "must be an object with role and content", m);
     const json* role_v = Field(m, "role");
-    if (!role_v) return InvalidArgumentError(field + ".role: is required");
+    if (!role_v) return InvalidFieldError(field + ".role", "is required");
     UNMASK_ASSIGN_OR_RETURN(std::string role, String(*role_v, field + ".role", 32));
     if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant")
@@ -121,7 +122,7 @@ Status ParseMessages(const json& body, v1::GenerateRequest& r) {
     if (const json* c = Field(m, "content")) {
       UNMASK_ASSIGN_OR_RETURN(content, MessageContent(*c, field + ".content"));
     } else if (role != "assistant") {
-      return InvalidArgumentError(field + ".content: is required");
+      return InvalidFieldError(field + ".content", "is required");
     }
     bytes += content.size();
     if (bytes > kMaxPromptBytes)
@@ -135,7 +136,7 @@ Status ParseMessages(const json& body, v1::GenerateRequest& r) {
 
 Status ParsePrompt(const json& body, v1::GenerateRequest& r) {
   const json* prompt = Field(body, "prompt");
-  if (!prompt) return InvalidArgumentError("prompt: is required");
+  if (!prompt) return InvalidFieldError("prompt", "is required");
   if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) prompt = &(*prompt)[0];
   if (prompt->is_string()) {
     UNMASK_ASSIGN_OR_RETURN(std::string text, String(*prompt, "prompt", kMaxPromptBytes));
@@ -218,8 +219,8 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
   }
   if (const json* v = Field(body, "sampler")) {
     UNMASK_ASSIGN_OR_RETURN(std::string name, String(*v, "sampler", 64));
-    auto mode = sampler::ParseSamplerMode(name);
-    if (!mode.ok()) return mode.status().WithContext("sampler");
+    auto mode = generation::ParseSamplerMode(name);
+    if (!mode.ok()) return mode.status().WithContext("sampler").WithField("sampler");
     p.set_sampler(name);
   }
   if (const json* v = Field(body, "remasking")) {
@@ -247,7 +248,7 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
 
 StatusOr<json> ParseJsonBody(std::string_view body) {
   json parsed = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return InvalidArgumentError("body: is not valid JSON");
+  if (parsed.is_discarded()) return InvalidFieldError("body", "is not valid JSON");
   if (!parsed.is_object()) return Bad("body", "must be a JSON object", parsed);
   return parsed;
 }
@@ -257,7 +258,7 @@ StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const json& body) 
   OpenAiRequest out;
   out.endpoint = endpoint;
   const json* model = Field(body, "model");
-  if (!model) return InvalidArgumentError("model: is required");
+  if (!model) return InvalidFieldError("model", "is required");
   UNMASK_ASSIGN_OR_RETURN(std::string name, String(*model, "model", 256));
   out.generate.set_model(std::move(name));
   UNMASK_RETURN_IF_ERROR(endpoint == Endpoint::kChatCompletions ? ParseMessages(body, out.generate)
