@@ -1,11 +1,14 @@
 #include "common/model/model_options.h"
 
+#include "common/weights/quant_policy.h"
+
 namespace unmask::model {
 
 StatusOr<Precision> ParsePrecision(const std::string& text) {
-  if (text == "fp32" || text == "float32") return Precision::kFloat32;
-  if (text == "bf16" || text == "bfloat16") return Precision::kBFloat16;
-  if (text == "fp16" || text == "float16") return Precision::kFloat16;
+  auto name = weights::ParsePrecisionName(text);  // the one parser of precision names
+  if (name.ok() && *name == weights::Precision::kFp32) return Precision::kFloat32;
+  if (name.ok() && *name == weights::Precision::kBf16) return Precision::kBFloat16;
+  if (name.ok() && *name == weights::Precision::kFp16) return Precision::kFloat16;
   return InvalidArgumentError("precision '" + text + "' is not one of fp32, bf16, fp16");
 }
 
@@ -17,9 +20,8 @@ StatusOr<std::optional<Precision>> ParsePrecisionFlag(const std::string& text) {
 }
 
 Precision StoredPrecision(const std::string& loader_precision) {
-  if (loader_precision == "fp32" || loader_precision == "float32") return Precision::kFloat32;
-  if (loader_precision == "fp16" || loader_precision == "float16") return Precision::kFloat16;
-  return Precision::kBFloat16;
+  auto p = ParsePrecision(loader_precision);
+  return p.ok() ? *p : Precision::kBFloat16;  // quantized (int8, int4:g64) and unknown: dequantized to bf16
 }
 
 const char* PrecisionName(Precision p) {

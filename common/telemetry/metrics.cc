@@ -23,6 +23,8 @@
 #include <iterator>
 #include <thread>
 
+#include "common/util/host_port.h"
+
 #include "common/telemetry/grpc_tracing.h"
 #include "common/telemetry/otlp_exporter.h"
 
@@ -208,22 +210,16 @@ constexpr int kIoTimeoutSeconds = 5;
 
 std::string Errno(int err) { return std::strerror(err); }
 
-// "host:port", "[v6]:port" or "port" -> host ("" for a bare port) and port text.
+// "host:port", "[v6]:port" or "port" -> host ("" for a bare port or ":port") and port text.
 bool SplitListen(const std::string& listen, std::string* host, std::string* port) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    host->clear();
-    *port = listen;
-  } else {
-    *host = listen.substr(0, colon);
-    *port = listen.substr(colon + 1);
-  }
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
-  if (port->empty()) return false;
-  for (char c : *port) {
-    if (c < '0' || c > '9') return false;
-  }
-  return port->size() <= 5 && std::stoi(*port) <= 65535;
+  HostPortRules rules;
+  rules.allow_empty_host = true;
+  rules.allow_bare_port = true;
+  auto parsed = ParseHostPort(listen, rules);
+  if (!parsed.ok()) return false;
+  *host = parsed->host;
+  *port = std::to_string(parsed->port);
+  return true;
 }
 
 void WriteAll(int fd, const std::string& data) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/telemetry/log.h"
+#include "common/util/host_port.h"
 
 namespace unmask::telemetry {
 
@@ -34,8 +35,7 @@ Status ValidateTelemetryOptions(const TelemetryOptions& o) {
       return InvalidArgumentError("--otlp-endpoint: TLS is not supported; give host:port of a plaintext receiver");
     }
     const std::string e = NormalizeOtlpEndpoint(o.otlp_endpoint);
-    const auto colon = e.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == e.size()) {
+    if (!ParseHostPort(e).ok()) {
       return InvalidArgumentError("--otlp-endpoint: want host:port (e.g. jaeger:4317), got '" + o.otlp_endpoint + "'");
     }
   }

@@ -65,72 +65,55 @@ Status CheckOptions(const BpeTrainerOptions& o) {
   return OkStatus();
 }
 
-}  // namespace
+using PairCounts = std::unordered_map<Pair, std::int64_t, PairHash>;
 
-StatusOr<std::string> TrainByteLevelBpe(const std::vector<std::string>& texts, const BpeTrainerOptions& o) {
-  UNMASK_RETURN_IF_ERROR(CheckOptions(o));
-  UNMASK_ASSIGN_OR_RETURN(auto word_counts, CountWords(texts));
-  if (word_counts.empty()) return InvalidArgumentError("BPE training: the corpus has no text");
+void AddPairs(PairCounts& pair_counts, const Word& w, std::int64_t sign) {
+  for (size_t i = 0; i + 1 < w.symbols.size(); ++i) pair_counts[{w.symbols[i], w.symbols[i + 1]}] += sign * w.count;
+}
 
-  // Symbols: specials first (ids 0..), then the 256 byte characters, then one per merge.
-  std::vector<std::string> symbols(o.special_tokens.begin(), o.special_tokens.end());
-  std::unordered_map<std::string, int> symbol_id;
-  for (int b = 0; b < 256; ++b) {
-    symbol_id[ByteToChar(static_cast<unsigned char>(b))] = static_cast<int>(symbols.size());
-    symbols.push_back(ByteToChar(static_cast<unsigned char>(b)));
+// The most frequent pair; ties go to the pair whose joined text sorts first (deterministic).
+// {-1, -1} when no pair is frequent enough.
+Pair BestPair(const PairCounts& pair_counts, const std::vector<std::string>& symbols, std::int64_t min_frequency) {
+  Pair best{-1, -1};
+  std::int64_t best_count = 0;
+  std::string best_text;
+  for (const auto& [pair, count] : pair_counts) {
+    if (count < min_frequency || count < best_count) continue;
+    std::string text = symbols[pair.first] + " " + symbols[pair.second];
+    if (count > best_count || text < best_text) {
+      best = pair;
+      best_count = count;
+      best_text = std::move(text);
+    }
   }
-  std::vector<Word> words;
-  for (const auto& [text, count] : word_counts) {
-    Word w{{}, count};
-    for (const auto& c : Characters(text)) w.symbols.push_back(symbol_id.at(c));
-    words.push_back(std::move(w));
-  }
+  return best;
+}
 
-  std::unordered_map<Pair, std::int64_t, PairHash> pair_counts;
-  auto add_pairs = [&](const Word& w, std::int64_t sign) {
-    for (size_t i = 0; i + 1 < w.symbols.size(); ++i) pair_counts[{w.symbols[i], w.symbols[i + 1]}] += sign * w.count;
-  };
-  for (const auto& w : words) add_pairs(w, 1);
-
-  std::vector<Pair> merges;
-  while (static_cast<int>(symbols.size()) < o.vocab_size) {
-    // The most frequent pair; ties go to the pair whose joined text sorts first (deterministic).
-    Pair best{-1, -1};
-    std::int64_t best_count = 0;
-    std::string best_text;
-    for (const auto& [pair, count] : pair_counts) {
-      if (count < o.min_frequency || count < best_count) continue;
-      std::string text = symbols[pair.first] + " " + symbols[pair.second];
-      if (count > best_count || text < best_text) {
-        best = pair;
-        best_count = count;
-        best_text = std::move(text);
+// Replaces every `best` pair in the words with the symbol `merged`, keeping the pair counts.
+void ApplyMerge(std::vector<Word>& words, PairCounts& pair_counts, const Pair& best, int merged) {
+  for (auto& w : words) {
+    bool has = false;
+    for (size_t i = 0; i + 1 < w.symbols.size() && !has; ++i) has = w.symbols[i] == best.first && w.symbols[i + 1] == best.second;
+    if (!has) continue;
+    AddPairs(pair_counts, w, -1);
+    std::vector<int> next;
+    for (size_t i = 0; i < w.symbols.size(); ++i) {
+      if (i + 1 < w.symbols.size() && w.symbols[i] == best.first && w.symbols[i + 1] == best.second) {
+        next.push_back(merged);
+        ++i;
+      } else {
+        next.push_back(w.symbols[i]);
       }
     }
-    if (best.first < 0) break;
-    const int merged = static_cast<int>(symbols.size());
-    symbols.push_back(symbols[best.first] + symbols[best.second]);
-    merges.push_back(best);
-    for (auto& w : words) {
-      bool has = false;
-      for (size_t i = 0; i + 1 < w.symbols.size() && !has; ++i) has = w.symbols[i] == best.first && w.symbols[i + 1] == best.second;
-      if (!has) continue;
-      add_pairs(w, -1);
-      std::vector<int> next;
-      for (size_t i = 0; i < w.symbols.size(); ++i) {
-        if (i + 1 < w.symbols.size() && w.symbols[i] == best.first && w.symbols[i + 1] == best.second) {
-          next.push_back(merged);
-          ++i;
-        } else {
-          next.push_back(w.symbols[i]);
-        }
-      }
-      w.symbols = std::move(next);
-      add_pairs(w, 1);
-    }
-    for (auto it = pair_counts.begin(); it != pair_counts.end();) it = it->second == 0 ? pair_counts.erase(it) : std::next(it);
+    w.symbols = std::move(next);
+    AddPairs(pair_counts, w, 1);
   }
+  for (auto it = pair_counts.begin(); it != pair_counts.end();) it = it->second == 0 ? pair_counts.erase(it) : std::next(it);
+}
 
+// tokenizer.json (the Hugging Face layout) of a byte-level BPE with these symbols and merges.
+std::string TokenizerJson(const BpeTrainerOptions& o, const std::vector<std::string>& symbols,
+                          const std::vector<Pair>& merges) {
   using Json = nlohmann::ordered_json;
   Json added = Json::array();
   for (size_t i = 0; i < o.special_tokens.size(); ++i) {
@@ -162,6 +145,41 @@ StatusOr<std::string> TrainByteLevelBpe(const std::vector<std::string>& texts, c
                 {"vocab", vocab},
                 {"merges", merge_list}}}};
   return out.dump(1) + "\n";
+}
+
+}  // namespace
+
+StatusOr<std::string> TrainByteLevelBpe(const std::vector<std::string>& texts, const BpeTrainerOptions& o) {
+  UNMASK_RETURN_IF_ERROR(CheckOptions(o));
+  UNMASK_ASSIGN_OR_RETURN(auto word_counts, CountWords(texts));
+  if (word_counts.empty()) return InvalidArgumentError("BPE training: the corpus has no text");
+
+  // Symbols: specials first (ids 0..), then the 256 byte characters, then one per merge.
+  std::vector<std::string> symbols(o.special_tokens.begin(), o.special_tokens.end());
+  std::unordered_map<std::string, int> symbol_id;
+  for (int b = 0; b < 256; ++b) {
+    symbol_id[ByteToChar(static_cast<unsigned char>(b))] = static_cast<int>(symbols.size());
+    symbols.push_back(ByteToChar(static_cast<unsigned char>(b)));
+  }
+  std::vector<Word> words;
+  for (const auto& [text, count] : word_counts) {
+    Word w{{}, count};
+    for (const auto& c : Characters(text)) w.symbols.push_back(symbol_id.at(c));
+    words.push_back(std::move(w));
+  }
+
+  PairCounts pair_counts;
+  for (const auto& w : words) AddPairs(pair_counts, w, 1);
+  std::vector<Pair> merges;
+  while (static_cast<int>(symbols.size()) < o.vocab_size) {
+    const Pair best = BestPair(pair_counts, symbols, o.min_frequency);
+    if (best.first < 0) break;
+    const int merged = static_cast<int>(symbols.size());
+    symbols.push_back(symbols[best.first] + symbols[best.second]);
+    merges.push_back(best);
+    ApplyMerge(words, pair_counts, best, merged);
+  }
+  return TokenizerJson(o, symbols, merges);
 }
 
 }  // namespace unmask::tokenizer

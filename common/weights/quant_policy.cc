@@ -27,6 +27,17 @@ const char* PrecisionName(Precision precision) {
   return "?";
 }
 
+StatusOr<Precision> ParsePrecisionName(const std::string& name) {
+  std::string p = name;
+  std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (p == "fp32" || p == "f32" || p == "float32") return Precision::kFp32;
+  if (p == "bf16" || p == "bfloat16") return Precision::kBf16;
+  if (p == "fp16" || p == "f16" || p == "float16" || p == "half") return Precision::kFp16;
+  if (p == "int8") return Precision::kInt8;
+  if (p == "int4") return Precision::kInt4;
+  return InvalidArgumentError("unknown precision '" + name + "' (expected fp32, bf16, fp16, int8 or int4)");
+}
+
 const char* QuantSchemeName(QuantScheme scheme) {
   switch (scheme) {
     case QuantScheme::kNone:
@@ -78,20 +89,9 @@ StatusOr<PrecisionSpec> PrecisionSpec::Parse(const std::string& text) {
                                 "': " + why);
   };
   PrecisionSpec spec;
-  const std::string& p = parts[0];
-  if (p == "fp32" || p == "f32" || p == "float32") {
-    spec.precision = Precision::kFp32;
-  } else if (p == "bf16" || p == "bfloat16") {
-    spec.precision = Precision::kBf16;
-  } else if (p == "fp16" || p == "f16" || p == "float16" || p == "half") {
-    spec.precision = Precision::kFp16;
-  } else if (p == "int8") {
-    spec.precision = Precision::kInt8;
-  } else if (p == "int4") {
-    spec.precision = Precision::kInt4;
-  } else {
-    return fail(0, "unknown precision (expected fp32, bf16, fp16, int8 or int4)");
-  }
+  auto precision = ParsePrecisionName(parts[0]);
+  if (!precision.ok()) return fail(0, "unknown precision (expected fp32, bf16, fp16, int8 or int4)");
+  spec.precision = *precision;
   bool seen_group = false, seen_sym = false, seen_prune = false;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::string& o = parts[i];

@@ -28,6 +28,10 @@ namespace unmask::weights {
 
 enum class Precision { kFp32, kBf16, kFp16, kInt8, kInt4 };
 const char* PrecisionName(Precision precision);
+// The one parser of precision names (every flag and manifest field that names one goes through
+// it): fp32 (f32, float32), bf16 (bfloat16), fp16 (f16, float16, half), int8, int4; any case.
+// InvalidArgument "unknown precision '<name>' (expected fp32, bf16, fp16, int8 or int4)" otherwise.
+StatusOr<Precision> ParsePrecisionName(const std::string& name);
 
 enum class QuantScheme { kNone, kInt8PerChannel, kInt4Groupwise };
 // "none", "int8_per_channel", "int4_groupwise" (the manifest spelling).

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <optional>
 
 #include "common/checkpoint/llada_config.h"
 #include "common/weights/model_paths.h"
@@ -69,6 +70,114 @@ StatusOr<Manifest> ValidateCompleteSegment(const ShmSegment& segment) {
   return manifest;
 }
 
+namespace {
+
+// One scan of the leftover segments, by step: open each file that may be ours (Open), then keep
+// it as the newest complete copy of its model, or remove or skip it, saying why (Consider).
+class LeftoverScanner {
+ public:
+  LeftoverScanner(const LeftoverScanOptions& options, LeftoverScan& scan)
+      : options_(options), scan_(scan), roots_(RealRoots(options.model_roots)),
+        now_ns_(static_cast<std::int64_t>(std::time(nullptr)) * 1000000000) {}
+
+  void Examine(const std::string& file) {
+    std::int64_t mtime_ns = 0;
+    auto segment = Open(file, &mtime_ns);
+    if (segment) Consider(std::move(*segment), mtime_ns);
+  }
+
+  // The newest complete segment of each model.
+  void Finish() {
+    for (auto& [id, c] : best_) scan_.adopted.push_back(std::move(c.adopted));
+  }
+
+ private:
+  void Remove(const std::string& name, const std::string& why) {
+    Status s = ShmSegment::UnlinkName(name);
+    if (s.ok() || s.code() == StatusCode::kNotFound) {
+      scan_.removed.push_back({name, why});
+    } else {
+      scan_.skipped.push_back({name, why + "; removing it failed: " + s.message()});
+    }
+  }
+
+  // The segment of `file` (a name in shm_dir), owned by this loader now; nothing when it is not a
+  // candidate (skipped or removed, and said so, or gone meanwhile).
+  std::optional<ShmSegment> Open(const std::string& file, std::int64_t* mtime_ns) {
+    const std::string name = "/" + file;
+    if (!ShmSegment::ValidateName(name).ok()) return std::nullopt;  // not a name we could have made
+    struct stat st {};
+    if (::lstat((options_.shm_dir + "/" + file).c_str(), &st) != 0) return std::nullopt;  // gone meanwhile
+    if (!S_ISREG(st.st_mode)) {
+      scan_.skipped.push_back({name, "not a regular file"});
+      return std::nullopt;
+    }
+    *mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (st.st_size == 0 && now_ns_ - *mtime_ns < std::chrono::nanoseconds(options_.empty_grace).count()) {
+      scan_.skipped.push_back({name, "empty and new: may be a segment being created"});
+      return std::nullopt;
+    }
+    auto segment = ShmSegment::OpenOwned(name);
+    if (segment.ok()) return std::move(*segment);
+    const Status& s = segment.status();
+    if (s.code() == StatusCode::kNotFound) return std::nullopt;
+    if (ShmSegment::IsOwnedElsewhere(s)) {
+      scan_.skipped.push_back({name, "owned by a live loader"});
+    } else if (s.code() == StatusCode::kDataLoss) {
+      Remove(name, s.message());
+    } else {
+      scan_.skipped.push_back({name, s.message()});
+    }
+    return std::nullopt;
+  }
+
+  void Consider(ShmSegment segment, std::int64_t mtime_ns) {
+    const std::string name = segment.name();
+    auto manifest = ValidateCompleteSegment(segment);
+    if (!manifest.ok()) return Remove(name, "partial or corrupt: " + manifest.status().message());
+    auto precision = PrecisionSpec::Parse(manifest->precision);
+    if (!precision.ok()) {
+      return Remove(name, "corrupt: manifest precision '" + manifest->precision + "': " + precision.status().message());
+    }
+    if (!options_.model_roots.empty()) {  // (none of them existing: nothing is ours)
+      bool ours = false;
+      for (const auto& root : roots_) ours |= IsPathUnder(manifest->source_dir, root);
+      if (!ours) {
+        scan_.skipped.push_back({name, "model '" + manifest->model_id + "' was loaded from '" + manifest->source_dir +
+                                           "', outside this loader's model roots"});
+        return;
+      }
+    }
+    if (!options_.adopt) {
+      return Remove(name, "complete model '" + manifest->model_id + "' left by a previous loader; adoption is off");
+    }
+    Candidate c;
+    c.mtime_ns = mtime_ns;
+    c.adopted.precision = *precision;
+    const std::string model_id = manifest->model_id;
+    c.adopted.model = std::make_shared<LoadedModel>(LoadedModel{std::move(segment), std::move(*manifest), {}});
+    auto it = best_.find(model_id);
+    if (it == best_.end()) {
+      best_.emplace(model_id, std::move(c));
+      return;
+    }
+    // Two complete copies of one model (e.g. two loaders died): keep the newer one.
+    Candidate& kept = it->second;
+    if (c.mtime_ns > kept.mtime_ns) std::swap(kept, c);
+    // Unlinked while its lock is still held, so that no other loader adopts it meanwhile.
+    Remove(c.adopted.model->segment.name(),
+           "duplicate of '" + kept.adopted.model->segment.name() + "' (model '" + model_id + "')");
+  }
+
+  const LeftoverScanOptions& options_;
+  LeftoverScan& scan_;
+  const std::vector<std::string> roots_;
+  const std::int64_t now_ns_;
+  std::map<std::string, Candidate> best_;  // model id -> the newest complete segment
+};
+
+}  // namespace
+
 LeftoverScan ScanLeftoverSegments(const LeftoverScanOptions& options) {
   LeftoverScan scan;
   auto names = ListNames(options.shm_dir, options.name_prefix);
@@ -76,85 +185,9 @@ LeftoverScan ScanLeftoverSegments(const LeftoverScanOptions& options) {
     scan.error = names.status();
     return scan;
   }
-  const std::vector<std::string> roots = RealRoots(options.model_roots);
-  auto remove = [&](const std::string& name, const std::string& why) {
-    Status s = ShmSegment::UnlinkName(name);
-    if (s.ok() || s.code() == StatusCode::kNotFound) {
-      scan.removed.push_back({name, why});
-    } else {
-      scan.skipped.push_back({name, why + "; removing it failed: " + s.message()});
-    }
-  };
-  std::map<std::string, Candidate> best;  // model id -> the newest complete segment
-  const std::int64_t now_ns = static_cast<std::int64_t>(std::time(nullptr)) * 1000000000;
-  for (const auto& file : *names) {
-    const std::string name = "/" + file;
-    if (!ShmSegment::ValidateName(name).ok()) continue;  // not a name we could have made
-    struct stat st {};
-    if (::lstat((options.shm_dir + "/" + file).c_str(), &st) != 0) continue;  // gone meanwhile
-    if (!S_ISREG(st.st_mode)) {
-      scan.skipped.push_back({name, "not a regular file"});
-      continue;
-    }
-    const std::int64_t mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (st.st_size == 0 && now_ns - mtime_ns < std::chrono::nanoseconds(options.empty_grace).count()) {
-      scan.skipped.push_back({name, "empty and new: may be a segment being created"});
-      continue;
-    }
-    auto segment = ShmSegment::OpenOwned(name);
-    if (!segment.ok()) {
-      const Status& s = segment.status();
-      if (s.code() == StatusCode::kNotFound) continue;
-      if (ShmSegment::IsOwnedElsewhere(s)) {
-        scan.skipped.push_back({name, "owned by a live loader"});
-      } else if (s.code() == StatusCode::kDataLoss) {
-        remove(name, s.message());
-      } else {
-        scan.skipped.push_back({name, s.message()});
-      }
-      continue;
-    }
-    auto manifest = ValidateCompleteSegment(*segment);
-    if (!manifest.ok()) {
-      remove(name, "partial or corrupt: " + manifest.status().message());
-      continue;
-    }
-    auto precision = PrecisionSpec::Parse(manifest->precision);
-    if (!precision.ok()) {
-      remove(name, "corrupt: manifest precision '" + manifest->precision + "': " + precision.status().message());
-      continue;
-    }
-    if (!options.model_roots.empty()) {  // (none of them existing: nothing is ours)
-      bool ours = false;
-      for (const auto& root : roots) ours |= IsPathUnder(manifest->source_dir, root);
-      if (!ours) {
-        scan.skipped.push_back({name, "model '" + manifest->model_id + "' was loaded from '" + manifest->source_dir +
-                                          "', outside this loader's model roots"});
-        continue;
-      }
-    }
-    if (!options.adopt) {
-      remove(name, "complete model '" + manifest->model_id + "' left by a previous loader; adoption is off");
-      continue;
-    }
-    Candidate c;
-    c.mtime_ns = mtime_ns;
-    c.adopted.precision = *precision;
-    const std::string model_id = manifest->model_id;
-    c.adopted.model = std::make_shared<LoadedModel>(LoadedModel{std::move(*segment), std::move(*manifest), {}});
-    auto it = best.find(model_id);
-    if (it == best.end()) {
-      best.emplace(model_id, std::move(c));
-      continue;
-    }
-    // Two complete copies of one model (e.g. two loaders died): keep the newer one.
-    Candidate& kept = it->second;
-    if (c.mtime_ns > kept.mtime_ns) std::swap(kept, c);
-    // Unlinked while its lock is still held, so that no other loader adopts it meanwhile.
-    remove(c.adopted.model->segment.name(),
-           "duplicate of '" + kept.adopted.model->segment.name() + "' (model '" + model_id + "')");
-  }
-  for (auto& [id, c] : best) scan.adopted.push_back(std::move(c.adopted));
+  LeftoverScanner scanner(options, scan);
+  for (const auto& file : *names) scanner.Examine(file);
+  scanner.Finish();
   return scan;
 }
 

@@ -48,14 +48,14 @@ void ServerRunner::Drain(std::chrono::seconds drain_timeout) {
   server_->Wait();
 }
 
-void ServerRunner::WaitForSignalAndDrain(std::chrono::seconds drain_timeout) {
+void WaitForShutdownSignal(const std::string& service_name, std::chrono::seconds drain_timeout) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   int sig = 0;
   sigwait(&set, &sig);
-  std::cerr << service_name_ << ": signal " << sig << ", draining (up to " << drain_timeout.count() << " s)\n";
+  std::cerr << service_name << ": signal " << sig << ", draining (up to " << drain_timeout.count() << " s)\n";
   // A second signal during the drain exits at once.
   std::thread([set]() mutable {
     int again = 0;
@@ -63,8 +63,57 @@ void ServerRunner::WaitForSignalAndDrain(std::chrono::seconds drain_timeout) {
     std::cerr << "second signal: exiting now\n";
     _exit(1);
   }).detach();
+}
+
+void ServerRunner::Stop(std::chrono::seconds drain_timeout) {
   Drain(drain_timeout);
   std::cerr << service_name_ << ": stopped\n";
+}
+
+void ServerRunner::WaitForSignalAndDrain(std::chrono::seconds drain_timeout) {
+  WaitForShutdownSignal(service_name_, drain_timeout);
+  Stop(drain_timeout);
+}
+
+Status StartFailure(const Status& cause, std::string message, int exit_code) {
+  if (exit_code == 2) return InvalidArgumentError(std::move(message));
+  const bool keeps_code = !cause.ok() && cause.code() != StatusCode::kInvalidArgument;
+  return Status(keeps_code ? cause.code() : StatusCode::kFailedPrecondition, std::move(message));
+}
+
+Status ReportStartFailure(const std::string& program, const Status& cause, std::string message, int exit_code) {
+  std::cerr << program << ": " << message << std::endl;
+  return StartFailure(cause, std::move(message), exit_code);
+}
+
+int ExitCodeFor(const Status& start_failure) {
+  if (start_failure.ok()) return 0;
+  return start_failure.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+void ShutdownOnce::Run(const std::function<void()>& stop) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (started_) {
+      cv_.wait(lock, [this] { return done_; });
+      return;
+    }
+    started_ = true;
+  }
+  stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = true;
+  cv_.notify_all();
+}
+
+void ShutdownOnce::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+}
+
+bool ShutdownOnce::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
 }
 
 }  // namespace unmask::services

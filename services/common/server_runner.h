@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +23,33 @@ namespace unmask::services {
 // Blocks SIGTERM and SIGINT in the calling thread and every thread it starts later, so that
 // only WaitForShutdownSignal sees them. Call first thing in main().
 void BlockShutdownSignals();
+
+// Waits for SIGTERM or SIGINT (see BlockShutdownSignals) and says "<service_name>: signal N,
+// draining (up to T s)"; from then on a second signal exits the process at once. The caller
+// then drains (its server's Shutdown()).
+void WaitForShutdownSignal(const std::string& service_name, std::chrono::seconds drain_timeout);
+
+// How a service's Start reports a failure: the error the binary printed (or logged) itself, with
+// a code that ExitCodeFor maps to the exit code the binary always used (2: a bad flag, 1: other).
+Status StartFailure(const Status& cause, std::string message, int exit_code);
+// Prints "<program>: <message>" to stderr, as the mains always did, and returns StartFailure.
+Status ReportStartFailure(const std::string& program, const Status& cause, std::string message, int exit_code);
+int ExitCodeFor(const Status& start_failure);
+
+// Shutdown once, wait for it: what every service's server object shares.
+class ShutdownOnce {
+ public:
+  // Runs `stop` on the first call only; later and concurrent calls return once it has finished.
+  void Run(const std::function<void()>& stop);
+  // Returns once a Run has finished.
+  void Wait();
+  bool done() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false, done_ = false;
+};
 
 class ServerRunner {
  public:
@@ -39,10 +68,12 @@ class ServerRunner {
   int port() const { return port_; }
   void SetServing(bool serving);
 
-  // Waits for a shutdown signal (see BlockShutdownSignals), then drains.
+  // Waits for a shutdown signal (see BlockShutdownSignals), then drains (Stop).
   void WaitForSignalAndDrain(std::chrono::seconds drain_timeout);
   // Drains now: NOT_SERVING, then Shutdown with the deadline; returns when the server stopped.
   void Drain(std::chrono::seconds drain_timeout);
+  // Drain, then "<service_name>: stopped" on stderr.
+  void Stop(std::chrono::seconds drain_timeout);
   grpc::Server* server() { return server_.get(); }
 
  private:

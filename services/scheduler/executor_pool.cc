@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/util/host_port.h"
 #include "services/common/grpc_tls.h"
 
 namespace unmask::scheduler {
@@ -31,9 +32,9 @@ void ExecutorPool::Start() {
 std::vector<std::string> ExecutorPool::Resolve() const {
   std::set<std::string> out(options_.addresses.begin(), options_.addresses.end());
   for (const auto& name : options_.dns_names) {
-    const auto colon = name.rfind(':');
-    if (colon == std::string::npos) continue;
-    const std::string host = name.substr(0, colon), port = name.substr(colon + 1);
+    const auto parsed = ParseHostPort(name);
+    if (!parsed.ok()) continue;
+    const std::string host = parsed->host, port = std::to_string(parsed->port);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;

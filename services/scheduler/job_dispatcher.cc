@@ -36,6 +36,20 @@ telemetry::SpanContext StoredContext(const jobs::JobRecord& record, const v1::St
   return parsed.ok() ? *parsed : telemetry::SpanContext{};
 }
 
+// The result as the job stores it, from the executor's RunCompleted.
+v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix_ms,
+                            const tokenizer::Tokenizer* tokenizer) {
+  v1::Completed completed;
+  completed.mutable_ids()->CopyFrom(c.ids());
+  completed.set_finish_reason(c.finish_reason());
+  completed.set_sampler(c.sampler());
+  completed.mutable_timings()->set_queued_seconds((NowMs() - created_unix_ms) / 1000.0 - c.running_seconds());
+  completed.mutable_timings()->set_running_seconds(c.running_seconds());
+  completed.mutable_timings()->mutable_step_seconds()->CopyFrom(c.step_seconds());
+  if (tokenizer) completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
+  return completed;
+}
+
 v1::JobEvent Failure(const std::string& job_id, const Status& s) {
   v1::JobEvent ev;
   ev.set_job_id(job_id);
@@ -141,165 +155,219 @@ void JobDispatcher::ReaperLoop() {
   }
 }
 
+// One claimed job while it runs: what its steps share.
+struct JobDispatcher::RunningJob {
+  const jobs::ClaimedJob& claimed;
+  const std::string& id;
+  const jobs::DeliveryHandle& handle;
+  v1::StoredJob stored;
+  int attempt = 1;
+  telemetry::SpanContext parent;  // the trace the job continues
+  std::string trace_id;
+  std::int64_t claimed_ms = 0;
+  Clock::time_point last_beat = Clock::now();
+};
+
+// What the executor's stream left: its status, the result (when it sent one), whether the job
+// was cancelled meanwhile, and the still open CLIENT span of the call.
+struct JobDispatcher::Relayed {
+  grpc::Status status;
+  v1::Completed completed;
+  bool have_completed = false;
+  bool cancelled = false;
+  std::int64_t steps_received = 0;
+  telemetry::Span rpc;
+};
+
+struct JobDispatcher::Placement {
+  std::string address, executor_name;
+};
+
 void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   const std::string& id = job.record.job_id;
-  const jobs::DeliveryHandle& handle = job.handle;
-  v1::StoredJob stored;
-  if (!stored.ParseFromString(job.record.payload)) {
+  RunningJob run{job, id, job.handle};
+  if (!run.stored.ParseFromString(job.record.payload)) {
     telemetry::Log(telemetry::LogLevel::kError, {}, id, "the stored request cannot be read");
-    (void)Persist("failure", id, [&] { return store_.Fail(id, handle, "the stored request cannot be read"); });
+    (void)Persist("failure", id, [&] { return store_.Fail(id, job.handle, "the stored request cannot be read"); });
     return;
   }
-  const int attempt = job.record.attempts + 1;
-  // The trace the job continues, and the wait in the queue as a span of it: from the job's
-  // creation (backdated) to now, the claim.
-  const telemetry::SpanContext parent = StoredContext(job.record, stored);
-  const std::string trace_id = parent.trace_id_hex();
-  const std::int64_t claimed_ms = NowMs();
-  const double queue_wait = std::max<std::int64_t>(0, claimed_ms - job.record.created_unix_ms) / 1000.0;
+  NoteClaim(run);
+  Placement placement;
+  if (!PlaceJob(run, &placement)) return;
+  (void)store_.MarkRunning(run.handle, placement.executor_name);
+  v1::JobEvent started;
+  started.set_job_id(id);
+  started.mutable_started()->set_executor(placement.executor_name);
+  started.mutable_started()->set_attempt(run.attempt);
+  (void)store_.AppendEvent(id, started.SerializeAsString());
+  Relayed relayed = RelayRun(run, placement);
+  FinishJob(run, placement, relayed);
+}
+
+// Claim: the wait in the queue as a span of the job's trace, from the job's creation (backdated)
+// to now, and the "job claimed" line.
+void JobDispatcher::NoteClaim(RunningJob& run) {
+  const jobs::JobRecord& record = run.claimed.record;
+  run.attempt = record.attempts + 1;
+  run.parent = StoredContext(record, run.stored);
+  run.trace_id = run.parent.trace_id_hex();
+  run.claimed_ms = NowMs();
+  const double queue_wait = std::max<std::int64_t>(0, run.claimed_ms - record.created_unix_ms) / 1000.0;
   {
     telemetry::Span queued = tracer_.StartSpan(
-        "scheduler.queue", parent, telemetry::SpanKind::kInternal,
-        job.record.created_unix_ms > 0 ? static_cast<std::uint64_t>(job.record.created_unix_ms) * 1'000'000ull : 0);
-    queued.SetAttribute("job.id", id);
-    queued.SetAttribute("model", job.record.model);
-    queued.SetAttribute("priority", job.record.priority);
-    queued.SetAttribute("attempt", attempt);
+        "scheduler.queue", run.parent, telemetry::SpanKind::kInternal,
+        record.created_unix_ms > 0 ? static_cast<std::uint64_t>(record.created_unix_ms) * 1'000'000ull : 0);
+    queued.SetAttribute("job.id", run.id);
+    queued.SetAttribute("model", record.model);
+    queued.SetAttribute("priority", record.priority);
+    queued.SetAttribute("attempt", run.attempt);
     queued.SetAttribute("queue_wait_seconds", queue_wait);
     queued.SetAttribute("consumer", options_.consumer_id);
   }
   if (metrics_ != nullptr) metrics_->ObserveQueueWait(queue_wait);
-  telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job claimed",
-                 {{"model", job.record.model}, {"attempt", std::to_string(attempt)},
+  telemetry::Log(telemetry::LogLevel::kInfo, run.trace_id, run.id, "job claimed",
+                 {{"model", record.model}, {"attempt", std::to_string(run.attempt)},
                   {"queue_wait_seconds", std::to_string(queue_wait)}});
-  auto last_beat = Clock::now();
-  auto beat = [&] {
-    if (Clock::now() - last_beat >= std::chrono::milliseconds(options_.heartbeat_ms)) {
-      (void)store_.Heartbeat(handle);
-      last_beat = Clock::now();
-    }
-  };
-  auto cancel_requested = [&] {
-    auto c = store_.CancelRequested(id);
-    return c.ok() && *c;
-  };
-  auto finish_cancelled = [&] {
-    telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job cancelled");
-    const jobs::Outcome outcome{jobs::JobState::kCancelled, "", "cancelled while running",
-                                Failure(id, CancelledError("cancelled")).SerializeAsString()};
-    (void)Persist("cancellation", id, [&] { return store_.Finish(id, handle, outcome); });
-  };
+}
 
-  // Wait for an executor with room for this model.
-  std::string address, executor_name;
-  while (address.empty()) {
+void JobDispatcher::Beat(RunningJob& run) {
+  if (Clock::now() - run.last_beat >= std::chrono::milliseconds(options_.heartbeat_ms)) {
+    (void)store_.Heartbeat(run.handle);
+    run.last_beat = Clock::now();
+  }
+}
+
+bool JobDispatcher::CancelRequested(const std::string& job_id) {
+  auto c = store_.CancelRequested(job_id);
+  return c.ok() && *c;
+}
+
+void JobDispatcher::FinishCancelled(RunningJob& run) {
+  telemetry::Log(telemetry::LogLevel::kInfo, run.trace_id, run.id, "job cancelled");
+  const jobs::Outcome outcome{jobs::JobState::kCancelled, "", "cancelled while running",
+                              Failure(run.id, CancelledError("cancelled")).SerializeAsString()};
+  (void)Persist("cancellation", run.id, [&] { return store_.Finish(run.id, run.handle, outcome); });
+}
+
+// Waits for an executor with room for this model. False when the job ended here: requeued
+// because the dispatcher stops, cancelled, or past its deadline.
+bool JobDispatcher::PlaceJob(RunningJob& run, Placement* placement) {
+  const jobs::JobRecord& record = run.claimed.record;
+  while (true) {
     if (stop_) {
-      telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "stopping; job requeued");
-      (void)store_.Requeue(handle);
-      return;
+      telemetry::Log(telemetry::LogLevel::kInfo, run.trace_id, run.id, "stopping; job requeued");
+      (void)store_.Requeue(run.handle);
+      return false;
     }
-    if (cancel_requested()) return finish_cancelled();
-    if (job.record.deadline_unix_ms > 0 && NowMs() >= job.record.deadline_unix_ms) {
-      telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "deadline passed waiting for an executor");
+    if (CancelRequested(run.id)) {
+      FinishCancelled(run);
+      return false;
+    }
+    if (record.deadline_unix_ms > 0 && NowMs() >= record.deadline_unix_ms) {
+      telemetry::Log(telemetry::LogLevel::kWarn, run.trace_id, run.id, "deadline passed waiting for an executor");
       const std::string why = "deadline passed waiting for an executor";
       const jobs::Outcome outcome{jobs::JobState::kFailed, "", why,
-                                  Failure(id, Status(StatusCode::kDeadlineExceeded, why)).SerializeAsString()};
-      (void)Persist("failure", id, [&] { return store_.Finish(id, handle, outcome); });
-      return;
+                                  Failure(run.id, Status(StatusCode::kDeadlineExceeded, why)).SerializeAsString()};
+      (void)Persist("failure", run.id, [&] { return store_.Finish(run.id, run.handle, outcome); });
+      return false;
     }
     const auto snapshot = pool_.Snapshot();
     int pick;
     {
       std::lock_guard<std::mutex> lock(picker_mu_);
-      pick = picker_.Pick(snapshot, job.record.model, stored.accepted().device_class());
+      pick = picker_.Pick(snapshot, record.model, run.stored.accepted().device_class());
     }
     if (pick >= 0) {
-      address = snapshot[pick].address;
-      executor_name = snapshot[pick].executor_id.empty() ? address : snapshot[pick].executor_id;
-      pool_.NoteDispatched(address);
-      break;
+      placement->address = snapshot[pick].address;
+      placement->executor_name = snapshot[pick].executor_id.empty() ? placement->address : snapshot[pick].executor_id;
+      pool_.NoteDispatched(placement->address);
+      return true;
     }
-    beat();
+    Beat(run);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  (void)store_.MarkRunning(handle, executor_name);
-  v1::JobEvent started;
-  started.set_job_id(id);
-  started.mutable_started()->set_executor(executor_name);
-  started.mutable_started()->set_attempt(attempt);
-  (void)store_.AppendEvent(id, started.SerializeAsString());
+}
 
-  const v1::RunRequest& run = stored.run();
-  auto tok = catalog_.Tokenizer(job.record.model);
+// The executor call, a child of the stored context; its own context goes out in the metadata
+// and in RunRequest.traceparent (for callers that read the field).
+telemetry::Span JobDispatcher::StartRunSpan(const RunningJob& run, const Placement& placement,
+                                            grpc::ClientContext* ctx) {
+  const v1::RunRequest& request = run.stored.run();
+  telemetry::Span rpc = telemetry::StartClientSpan(tracer_, ctx, run.parent, "unmask.v1.Executor/Run");
+  rpc.SetAttribute("job.id", run.id);
+  rpc.SetAttribute("model", run.claimed.record.model);
+  rpc.SetAttribute("executor", placement.executor_name);
+  rpc.SetAttribute("executor.address", placement.address);
+  rpc.SetAttribute("attempt", run.attempt);
+  rpc.SetAttribute("sampler", request.params().sampler());
+  rpc.SetAttribute("gen_length", request.params().gen_length());
+  rpc.SetAttribute("block_length", request.params().block_length());
+  rpc.SetAttribute("steps", request.params().steps());
+  rpc.SetAttribute("executor_wait_seconds", (NowMs() - run.claimed_ms) / 1000.0);
+  telemetry::Log(telemetry::LogLevel::kInfo, run.trace_id, run.id, "job started",
+                 {{"executor", placement.executor_name}, {"attempt", std::to_string(run.attempt)}});
+  return rpc;
+}
+
+// Relay: runs the job on the executor and streams its steps into the job's event log.
+JobDispatcher::Relayed JobDispatcher::RelayRun(RunningJob& run, const Placement& placement) {
+  const jobs::JobRecord& record = run.claimed.record;
+  auto tok = catalog_.Tokenizer(record.model);
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer = tok.ok() ? *tok : nullptr;
-  auto config = catalog_.Config(job.record.model, pool_.Snapshot());
+  auto config = catalog_.Config(record.model, pool_.Snapshot());
   const std::int64_t mask_id = config.ok() ? config->mask_token_id : checkpoint::LladaConfig().mask_token_id;
-  std::vector<std::int64_t> tokens(run.params().gen_length(), mask_id);
+  std::vector<std::int64_t> tokens(run.stored.run().params().gen_length(), mask_id);
 
+  Relayed out;
   grpc::ClientContext ctx;
-  // The executor call, a child of the stored context; its own context goes out in the metadata
-  // and in RunRequest.traceparent (for callers that read the field).
-  telemetry::Span rpc = telemetry::StartClientSpan(tracer_, &ctx, parent, "unmask.v1.Executor/Run");
-  rpc.SetAttribute("job.id", id);
-  rpc.SetAttribute("model", job.record.model);
-  rpc.SetAttribute("executor", executor_name);
-  rpc.SetAttribute("executor.address", address);
-  rpc.SetAttribute("attempt", attempt);
-  rpc.SetAttribute("sampler", run.params().sampler());
-  rpc.SetAttribute("gen_length", run.params().gen_length());
-  rpc.SetAttribute("block_length", run.params().block_length());
-  rpc.SetAttribute("steps", run.params().steps());
-  rpc.SetAttribute("executor_wait_seconds", (NowMs() - claimed_ms) / 1000.0);
-  telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job started",
-                 {{"executor", executor_name}, {"attempt", std::to_string(attempt)}});
-  if (job.record.deadline_unix_ms > 0)
-    ctx.set_deadline(std::chrono::system_clock::time_point(std::chrono::milliseconds(job.record.deadline_unix_ms)));
-  v1::RunRequest request = run;
-  request.set_job_id(id);
-  if (rpc.context().valid()) request.set_traceparent(rpc.traceparent());
-  auto reader = pool_.Stub(address)->Run(&ctx, request);
-  std::int64_t steps_received = 0;
+  out.rpc = StartRunSpan(run, placement, &ctx);
+  if (record.deadline_unix_ms > 0)
+    ctx.set_deadline(std::chrono::system_clock::time_point(std::chrono::milliseconds(record.deadline_unix_ms)));
+  v1::RunRequest request = run.stored.run();
+  request.set_job_id(run.id);
+  if (out.rpc.context().valid()) request.set_traceparent(out.rpc.traceparent());
+  auto reader = pool_.Stub(placement.address)->Run(&ctx, request);
   v1::RunEvent ev;
-  bool cancelled = false;
   auto last_cancel_check = Clock::now();
-  v1::Completed completed;
-  bool have_completed = false;
   while (reader->Read(&ev)) {
-    beat();
+    Beat(run);
     if (Clock::now() - last_cancel_check > std::chrono::milliseconds(200)) {
       last_cancel_check = Clock::now();
-      if (cancel_requested()) {
-        cancelled = true;
+      if (CancelRequested(run.id)) {
+        out.cancelled = true;
         ctx.TryCancel();
       }
     }
     if (ev.has_step()) {
-      ++steps_received;
-      v1::JobEvent out;
-      out.set_job_id(id);
-      *out.mutable_step() = ev.step();
+      ++out.steps_received;
+      v1::JobEvent step;
+      step.set_job_id(run.id);
+      *step.mutable_step() = ev.step();
       for (int k = 0; k < ev.step().unmasked().positions_size(); ++k) {
         const auto pos = ev.step().unmasked().positions(k);
         if (pos >= 0 && pos < static_cast<std::int64_t>(tokens.size())) tokens[pos] = ev.step().unmasked().tokens(k);
       }
-      if (stored.partial_text() && tokenizer) out.mutable_step()->set_partial_text(PartialText(*tokenizer, tokens, mask_id));
-      (void)store_.AppendEvent(id, out.SerializeAsString());
+      if (run.stored.partial_text() && tokenizer)
+        step.mutable_step()->set_partial_text(PartialText(*tokenizer, tokens, mask_id));
+      (void)store_.AppendEvent(run.id, step.SerializeAsString());
     } else if (ev.has_completed()) {
-      const auto& c = ev.completed();
-      completed.mutable_ids()->CopyFrom(c.ids());
-      completed.set_finish_reason(c.finish_reason());
-      completed.set_sampler(c.sampler());
-      completed.mutable_timings()->set_queued_seconds((NowMs() - job.record.created_unix_ms) / 1000.0 - c.running_seconds());
-      completed.mutable_timings()->set_running_seconds(c.running_seconds());
-      completed.mutable_timings()->mutable_step_seconds()->CopyFrom(c.step_seconds());
-      if (tokenizer) completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
-      have_completed = true;
+      out.completed = CompletedFrom(ev.completed(), record.created_unix_ms, tokenizer.get());
+      out.have_completed = true;
     }
   }
-  grpc::Status s = reader->Finish();
-  rpc.SetAttribute("steps_received", steps_received);
+  out.status = reader->Finish();
+  return out;
+}
+
+// Finish: the result, a requeue (the executor went away) or the failure.
+void JobDispatcher::FinishJob(RunningJob& run, const Placement& placement, Relayed& relayed) {
+  const std::string& id = run.id;
+  const grpc::Status& s = relayed.status;
+  telemetry::Span& rpc = relayed.rpc;
+  rpc.SetAttribute("steps_received", relayed.steps_received);
   telemetry::SetRpcStatus(rpc, s);
-  if (have_completed && s.ok()) {
+  if (relayed.have_completed && s.ok()) {
+    const v1::Completed& completed = relayed.completed;
     rpc.SetAttribute("finish_reason", completed.finish_reason());
     rpc.End();
     v1::JobEvent out;
@@ -308,27 +376,28 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
     // The completed event and the result in one step: a watcher never sees an end that was not
     // stored (a scheduler killed between the two left one, and the job then ran again).
     const jobs::Outcome outcome{jobs::JobState::kSucceeded, completed.SerializeAsString(), "", out.SerializeAsString()};
-    (void)Persist("result", id, [&] { return store_.Finish(id, handle, outcome); });
-    telemetry::Log(telemetry::LogLevel::kInfo, trace_id, id, "job succeeded",
-                   {{"executor", executor_name}, {"steps", std::to_string(steps_received)},
+    (void)Persist("result", id, [&] { return store_.Finish(id, run.handle, outcome); });
+    telemetry::Log(telemetry::LogLevel::kInfo, run.trace_id, id, "job succeeded",
+                   {{"executor", placement.executor_name}, {"steps", std::to_string(relayed.steps_received)},
                     {"running_seconds", std::to_string(completed.timings().running_seconds())}});
     return;
   }
   rpc.End();
-  if (cancelled) return finish_cancelled();
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && attempt < options_.max_attempts) {
+  if (relayed.cancelled) return FinishCancelled(run);
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && run.attempt < options_.max_attempts) {
     // The executor went away mid-job: someone else finishes it.
-    pool_.MarkUnhealthy(address);
-    telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "the executor failed the job; requeued",
-                   {{"executor", executor_name}, {"error", s.error_message()}, {"attempt", std::to_string(attempt)}});
-    (void)Persist("requeue", id, [&] { return store_.Requeue(handle).status(); });
+    pool_.MarkUnhealthy(placement.address);
+    telemetry::Log(telemetry::LogLevel::kWarn, run.trace_id, id, "the executor failed the job; requeued",
+                   {{"executor", placement.executor_name}, {"error", s.error_message()},
+                    {"attempt", std::to_string(run.attempt)}});
+    (void)Persist("requeue", id, [&] { return store_.Requeue(run.handle).status(); });
     return;
   }
   const Status status = services::FromGrpcStatus(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the executor ended without a result") : s);
-  telemetry::Log(telemetry::LogLevel::kWarn, trace_id, id, "job failed",
-                 {{"executor", executor_name}, {"error", status.ToString()}});
+  telemetry::Log(telemetry::LogLevel::kWarn, run.trace_id, id, "job failed",
+                 {{"executor", placement.executor_name}, {"error", status.ToString()}});
   const jobs::Outcome outcome{jobs::JobState::kFailed, "", status.ToString(), Failure(id, status).SerializeAsString()};
-  (void)Persist("failure", id, [&] { return store_.Finish(id, handle, outcome); });
+  (void)Persist("failure", id, [&] { return store_.Finish(id, run.handle, outcome); });
 }
 
 }  // namespace unmask::scheduler

@@ -55,7 +55,20 @@ class JobDispatcher {
  private:
   void ClaimLoop();
   void ReaperLoop();
+  // A claimed job, by step: claim (NoteClaim), wait for an executor (PlaceJob), relay its run
+  // into the job's event log (RelayRun), store the outcome (FinishJob).
+  struct RunningJob;
+  struct Placement;
+  struct Relayed;
   void RunJob(const jobs::ClaimedJob& job);
+  void NoteClaim(RunningJob& run);
+  bool PlaceJob(RunningJob& run, Placement* placement);
+  telemetry::Span StartRunSpan(const RunningJob& run, const Placement& placement, grpc::ClientContext* ctx);
+  Relayed RelayRun(RunningJob& run, const Placement& placement);
+  void FinishJob(RunningJob& run, const Placement& placement, Relayed& relayed);
+  void FinishCancelled(RunningJob& run);
+  void Beat(RunningJob& run);
+  bool CancelRequested(const std::string& job_id);
   void UpdateQueueDepth();
   // Runs `write` until it is not Unavailable, the dispatcher stops or store_retry_ms passes;
   // returns its last status (logged unless OK).

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/weights/quant_policy.h"
 #include "tools/make_model/make_model.h"
 
 int main(int argc, char** argv) {
@@ -33,11 +34,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (c.n_kv_heads < 0) c.n_kv_heads = c.n_heads;
   c.embedding_size = c.vocab_size;
-  if (dtype == "bf16") {
+  const auto precision = unmask::weights::ParsePrecisionName(dtype);  // the one parser of precision names
+  if (precision.ok() && *precision == unmask::weights::Precision::kBf16) {
     o.dtype = unmask::checkpoint::DType::kBF16;
-  } else if (dtype == "fp16") {
+  } else if (precision.ok() && *precision == unmask::weights::Precision::kFp16) {
     o.dtype = unmask::checkpoint::DType::kF16;
-  } else if (dtype == "fp32") {
+  } else if (precision.ok() && *precision == unmask::weights::Precision::kFp32) {
     o.dtype = unmask::checkpoint::DType::kF32;
   } else {
     std::cerr << "make-model: --dtype '" << dtype << "' is not one of bf16, fp16, fp32\n";

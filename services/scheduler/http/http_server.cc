@@ -33,6 +33,73 @@ void Guarded(httplib::Response& res, Fn&& fn) {
   }
 }
 
+// POST /v1/chat/completions and /v1/completions: the key, the body, the request, then the
+// answer at once or as a stream of server-sent events.
+void HandleCompletion(CompletionService& service, Endpoint endpoint, const httplib::Request& req,
+                      httplib::Response& res) {
+  // The key first: a caller without one learns nothing about the request.
+  auto caller = service.Authenticate(req.get_header_value("Authorization"));
+  if (!caller.ok()) return SendError(res, caller.status());
+  auto body = ParseJsonBody(req.body);
+  if (!body.ok()) return SendError(res, body.status());
+  auto parsed = ParseOpenAiRequest(endpoint, *body);
+  if (!parsed.ok()) return SendError(res, parsed.status());
+  CallInfo call;
+  call.client = req.remote_addr;
+  auto accepted = service.Accept(*parsed, req.get_header_value("traceparent"), *caller, call);
+  if (!accepted.ok()) return SendError(res, accepted.status());
+  res.set_header("X-Unmask-Job-Id", accepted->submitted.job_id());
+  res.set_header("X-Unmask-Clamped", ClampedHeader(accepted->submitted.accepted()));
+  if (!parsed->stream) {
+    auto response = service.Complete(*accepted);
+    if (!response.ok()) return SendError(res, response.status());
+    return SendJson(res, 200, *response);
+  }
+  // The stream runs on this request's thread once httplib has sent the headers.
+  auto job = std::make_shared<AcceptedCompletion>(std::move(*accepted));
+  auto started = std::make_shared<bool>(false);
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [&service, job, started](std::size_t, httplib::DataSink& sink) {
+        *started = true;
+        try {
+          service.Stream(*job, [&sink](const std::string& event) { return sink.write(event.data(), event.size()); });
+        } catch (const std::exception& e) {  // no handler throws: the stream ends with the error
+          const std::string event = SseData(ToHttpError(InternalError(std::string("scheduler: ") + e.what())).body);
+          sink.write(event.data(), event.size());
+        }
+        sink.done();
+        return true;
+      },
+      [&service, job, started](bool) {
+        if (!*started) service.Cancel(*job);  // the client left before the stream began
+      });
+}
+
+// What httplib answers by itself (413 for a body over the limit, 404 for an unknown path), as an
+// OpenAI error object.
+httplib::Server::HandlerResponse HandleError(std::size_t max_body_bytes, const httplib::Request& req,
+                                             httplib::Response& res) {
+  if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+  json body;
+  if (res.status == 413) {
+    body = OpenAiErrorBody("the request body is larger than " + std::to_string(max_body_bytes) +
+                               " bytes (the scheduler's --http-max-body-bytes)",
+                           "invalid_request_error", nullptr, "request_too_large");
+  } else if (res.status == 404) {
+    body = OpenAiErrorBody("no such endpoint: " + req.method + " " + req.path +
+                               " (unmask serves GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
+                           "invalid_request_error", nullptr, "unknown_url");
+  } else {
+    body = OpenAiErrorBody("HTTP " + std::to_string(res.status) + " for " + req.method + " " + req.path,
+                           "invalid_request_error", nullptr, "");
+  }
+  res.set_content(body.dump(), kJson);
+  return httplib::Server::HandlerResponse::Handled;
+}
+
 }  // namespace
 
 OpenAiHttpServer::OpenAiHttpServer(CompletionService& service, HttpServerOptions options)
@@ -70,47 +137,7 @@ void OpenAiHttpServer::Route() {
 
   auto completion = [this](Endpoint endpoint) {
     return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
-      Guarded(res, [&] {
-        // The key first: a caller without one learns nothing about the request.
-        auto caller = service_.Authenticate(req.get_header_value("Authorization"));
-        if (!caller.ok()) return SendError(res, caller.status());
-        auto body = ParseJsonBody(req.body);
-        if (!body.ok()) return SendError(res, body.status());
-        auto parsed = ParseOpenAiRequest(endpoint, *body);
-        if (!parsed.ok()) return SendError(res, parsed.status());
-        CallInfo call;
-        call.client = req.remote_addr;
-        auto accepted = service_.Accept(*parsed, req.get_header_value("traceparent"), *caller, call);
-        if (!accepted.ok()) return SendError(res, accepted.status());
-        res.set_header("X-Unmask-Job-Id", accepted->submitted.job_id());
-        res.set_header("X-Unmask-Clamped", ClampedHeader(accepted->submitted.accepted()));
-        if (!parsed->stream) {
-          auto response = service_.Complete(*accepted);
-          if (!response.ok()) return SendError(res, response.status());
-          return SendJson(res, 200, *response);
-        }
-        // The stream runs on this request's thread once httplib has sent the headers.
-        auto job = std::make_shared<AcceptedCompletion>(std::move(*accepted));
-        auto started = std::make_shared<bool>(false);
-        res.status = 200;
-        res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider(
-            "text/event-stream",
-            [this, job, started](std::size_t, httplib::DataSink& sink) {
-              *started = true;
-              try {
-                service_.Stream(*job, [&sink](const std::string& event) { return sink.write(event.data(), event.size()); });
-              } catch (const std::exception& e) {  // no handler throws: the stream ends with the error
-                const std::string event = SseData(ToHttpError(InternalError(std::string("scheduler: ") + e.what())).body);
-                sink.write(event.data(), event.size());
-              }
-              sink.done();
-              return true;
-            },
-            [this, job, started](bool) {
-              if (!*started) service_.Cancel(*job);  // the client left before the stream began
-            });
-      });
+      Guarded(res, [&] { HandleCompletion(service_, endpoint, req, res); });
     };
   };
   s.Post("/v1/chat/completions", completion(Endpoint::kChatCompletions));
@@ -119,22 +146,7 @@ void OpenAiHttpServer::Route() {
   // What httplib answers by itself (413 for a body over the limit, 404 for an unknown path)
   // gets an OpenAI error object too.
   const httplib::Server::HandlerWithResponse on_error = [this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    json body;
-    if (res.status == 413) {
-      body = OpenAiErrorBody("the request body is larger than " + std::to_string(options_.max_body_bytes) +
-                                 " bytes (the scheduler's --http-max-body-bytes)",
-                             "invalid_request_error", nullptr, "request_too_large");
-    } else if (res.status == 404) {
-      body = OpenAiErrorBody("no such endpoint: " + req.method + " " + req.path +
-                                 " (unmask serves GET /v1/models, POST /v1/chat/completions, POST /v1/completions)",
-                             "invalid_request_error", nullptr, "unknown_url");
-    } else {
-      body = OpenAiErrorBody("HTTP " + std::to_string(res.status) + " for " + req.method + " " + req.path,
-                             "invalid_request_error", nullptr, "");
-    }
-    res.set_content(body.dump(), kJson);
-    return httplib::Server::HandlerResponse::Handled;
+    return HandleError(options_.max_body_bytes, req, res);
   };
   s.set_error_handler(on_error);
 }
