@@ -44,13 +44,13 @@ nlohmann::json RunOne(const Args& a, const std::string& precision) {
   sampler::PromptBatch prompts;
   prompts.ids.emplace_back();
   for (std::int64_t i = 0; i < a.prompt_length; ++i) prompts.ids[0].push_back(1000 + 37 * i);
-  sampler::GenerationParams p;
+  generation::GenerationParams p;
   p.gen_length = a.gen_length;
   p.block_length = a.block_length;
   p.steps = a.steps;
   p.mask_id = (*m)->config().mask_token_id;
   // Warm-up: one block's worth of steps on a short generation.
-  sampler::GenerationParams warm = p;
+  generation::GenerationParams warm = p;
   warm.gen_length = warm.block_length;
   warm.steps = std::max<std::int64_t>(1, p.steps / (p.gen_length / p.block_length));
   (void)sampler::ReferenceGenerate(**m, prompts, warm);

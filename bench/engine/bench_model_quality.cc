@@ -111,8 +111,8 @@ double ElboNatsPerToken(const model::LladaModel& m, const HeldOut& h, int draws)
   return total / static_cast<double>(draws * n * l);
 }
 
-sampler::GenerationParams Params(const checkpoint::LladaConfig& c, std::int64_t gen, std::int64_t block, std::int64_t steps) {
-  sampler::GenerationParams p;
+generation::GenerationParams Params(const checkpoint::LladaConfig& c, std::int64_t gen, std::int64_t block, std::int64_t steps) {
+  generation::GenerationParams p;
   p.gen_length = gen;
   p.block_length = block;
   p.steps = steps;
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
     c10::AutoGradMode no_grad(false);
     const double a15 = MaskedAccuracy(*m, h, 0.15), a50 = MaskedAccuracy(*m, h, 0.5), a90 = MaskedAccuracy(*m, h, 0.9);
     const double elbo = ElboNatsPerToken(*m, h, elbo_draws);
-    auto out = Check(sampler::Generate(sampler::SamplerMode::kReference, *m, prompts, gen_params), "generate");
+    auto out = Check(sampler::Generate(generation::SamplerMode::kReference, *m, prompts, gen_params), "generate");
     std::int64_t words = 0, known = 0, same = 0, total = 0;
     for (std::size_t r = 0; r < out.output.size(); ++r) {
       const std::string text = Text(*tok, out.output[r], config);
@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
         ++n;
         sampler::PromptBatch pb;
         pb.ids.emplace_back(pair.prompt.begin(), pair.prompt.end());
-        auto out = Check(sampler::Generate(sampler::SamplerMode::kReference, *model, pb, Params(config, chat_gen, chat_block, chat_gen)), "chat");
+        auto out = Check(sampler::Generate(generation::SamplerMode::kReference, *model, pb, Params(config, chat_gen, chat_block, chat_gen)), "chat");
         const std::string reply = Trim(Text(*tok, out.output[0], config));
         bool stop = false;
         for (auto id : out.output[0]) stop = stop || id == config.eos_token_id || id == config.eot_token_id;
@@ -348,26 +348,26 @@ int main(int argc, char** argv) {
     const auto mode_params = Params(config, gen, 32, gen);
     std::vector<std::vector<std::int64_t>> reference(mode_prompts);
     double reference_seconds = 0;
-    for (auto mode : sampler::AllSamplerModes()) {
+    for (auto mode : generation::AllSamplerModes()) {
       double seconds = 0, forwards = 0;
       std::int64_t same = 0, total = 0;
       for (int i = 0; i < mode_prompts && i < static_cast<int>(prompt_texts.size()); ++i) {
         sampler::PromptBatch pb;
         auto enc = Check(tok->Encode(prompt_texts[i], false), "prompt");
         pb.ids.emplace_back(enc.begin(), enc.end());
-        auto out = Check(sampler::Generate(mode, *model, pb, mode_params, sampler::FastOptions{}), "mode");
+        auto out = Check(sampler::Generate(mode, *model, pb, mode_params, generation::FastOptions{}), "mode");
         seconds += out.seconds;
         forwards += static_cast<double>(out.steps_run);
-        if (mode == sampler::SamplerMode::kReference) reference[i] = out.output[0];
-        if (mode == sampler::SamplerMode::kReference && gen == 256 && i == 0) reference256 = out.output[0];
+        if (mode == generation::SamplerMode::kReference) reference[i] = out.output[0];
+        if (mode == generation::SamplerMode::kReference && gen == 256 && i == 0) reference256 = out.output[0];
         for (std::size_t k = 0; k < out.output[0].size(); ++k, ++total) same += out.output[0][k] == reference[i][k];
       }
-      if (mode == sampler::SamplerMode::kReference) reference_seconds = seconds;
-      modes << "| " << gen << " | " << sampler::SamplerModeName(mode) << " | " << Fmt("%.1f", forwards / mode_prompts)
+      if (mode == generation::SamplerMode::kReference) reference_seconds = seconds;
+      modes << "| " << gen << " | " << generation::SamplerModeName(mode) << " | " << Fmt("%.1f", forwards / mode_prompts)
             << " | " << Fmt("%.1f", static_cast<double>(gen) * mode_prompts / seconds) << " | "
             << Fmt("%.2fx", reference_seconds / seconds) << " | "
             << Fmt("%.1f%%", 100.0 * same / std::max<std::int64_t>(1, total)) << " |\n";
-      std::cerr << "gen " << gen << " " << sampler::SamplerModeName(mode) << " done\n";
+      std::cerr << "gen " << gen << " " << generation::SamplerModeName(mode) << " done\n";
     }
   }
 
@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
           << "|---|---|---|---|---|---|---|\n";
     std::vector<std::vector<std::int64_t>> reference(mode_prompts);
     double reference_seconds = 0;
-    auto run = [&](sampler::SamplerMode mode, const sampler::FastOptions& fast, const std::string& label,
+    auto run = [&](generation::SamplerMode mode, const generation::FastOptions& fast, const std::string& label,
                    const std::string& value) {
       double seconds = 0, forwards = 0;
       std::int64_t same = 0, total = 0, words = 0, known = 0;
@@ -395,14 +395,14 @@ int main(int argc, char** argv) {
         auto out = Check(sampler::Generate(mode, *model, pb, params, fast), "sweep");
         seconds += out.seconds;
         forwards += static_cast<double>(out.steps_run);
-        if (mode == sampler::SamplerMode::kReference) reference[i] = out.output[0];
+        if (mode == generation::SamplerMode::kReference) reference[i] = out.output[0];
         for (std::size_t k = 0; k < out.output[0].size(); ++k, ++total) same += out.output[0][k] == reference[i][k];
         for (const auto& w : Words(Text(*tok, out.output[0], config))) {
           ++words;
           known += vocabulary.count(w);
         }
       }
-      if (mode == sampler::SamplerMode::kReference) reference_seconds = seconds;
+      if (mode == generation::SamplerMode::kReference) reference_seconds = seconds;
       sweep << "| " << label << " | " << value << " | " << Fmt("%.1f", forwards / mode_prompts) << " | "
             << Fmt("%.1f", static_cast<double>(gen) * mode_prompts / seconds) << " | "
             << Fmt("%.2fx", reference_seconds / seconds) << " | "
@@ -410,19 +410,19 @@ int main(int argc, char** argv) {
             << Fmt("%.1f%%", words ? 100.0 * known / words : 0.0) << " |\n";
       std::cerr << "sweep " << label << " " << value << " done\n";
     };
-    run(sampler::SamplerMode::kReference, sampler::FastOptions{}, "reference", "-");
+    run(generation::SamplerMode::kReference, generation::FastOptions{}, "reference", "-");
     std::stringstream modes_in(sweep_spec);
     for (std::string entry; std::getline(modes_in, entry, ';');) {
       const auto colon = entry.find(':');
       if (colon == std::string::npos) Check(InvalidArgumentError("'" + entry + "' is not MODE:values"), "--sweep");
       const std::string name = entry.substr(0, colon);
-      const auto mode = Check(sampler::ParseSamplerMode(name), "--sweep");
+      const auto mode = Check(generation::ParseSamplerMode(name), "--sweep");
       const bool factor = name.find("factor") != std::string::npos;
       std::stringstream values(entry.substr(colon + 1));
       for (std::string v; std::getline(values, v, ',');) {
-        sampler::FastOptions fast;
+        generation::FastOptions fast;
         (factor ? fast.factor : fast.threshold) = std::stod(v);
-        Check(sampler::ValidateFastOptions(fast), "--sweep");
+        Check(generation::ValidateFastOptions(fast), "--sweep");
         run(mode, fast, name, (factor ? "factor " : "threshold ") + v);
       }
     }
@@ -433,9 +433,9 @@ int main(int argc, char** argv) {
   if (want("clamp")) {
     memory::GenerationRequest asked;
     asked.prompt_length = static_cast<std::int64_t>(Check(tok->Encode(prompt_texts[0], false), "prompt").size());
-    asked.gen_length = 256;
-    asked.block_length = 32;
-    asked.steps = 256;
+    asked.params.gen_length = 256;
+    asked.params.block_length = 32;
+    asked.params.steps = 256;
     asked.compute_dtype_bytes = 2;
     const auto weights_bytes = Check(memory::WeightBytes(config, Check(weights::PrecisionSpec::Parse("bf16"), "spec")), "weights");
     const auto full = Check(memory::Clamp(config, asked, ~0ull >> 2, weights_bytes, memory::ClampPolicy::kOff), "clamp");
@@ -449,7 +449,7 @@ int main(int argc, char** argv) {
       sampler::PromptBatch pb;
       auto enc = Check(tok->Encode(prompt_texts[0], false), "prompt");
       pb.ids.emplace_back(enc.begin(), enc.end());
-      reference256 = Check(sampler::Generate(sampler::SamplerMode::kReference, *model, pb, Params(config, 256, 32, 256)),
+      reference256 = Check(sampler::Generate(generation::SamplerMode::kReference, *model, pb, Params(config, 256, 32, 256)),
                            "reference")
                          .output[0];
     }
@@ -464,13 +464,13 @@ int main(int argc, char** argv) {
       std::string changes;
       for (const auto& a : r->adjustments) changes += (changes.empty() ? "" : "; ") + a.field + " " + a.asked + " → " + a.applied;
       const auto& ap = r->applied;
-      auto params = Params(config, ap.gen_length, ap.block_length, ap.steps);
-      auto mode = Check(sampler::ParseSamplerMode(ap.sampler), "sampler");
-      model::ScopedAttentionChunk chunk(ap.attention_query_chunk);
+      auto params = Params(config, ap.params.gen_length, ap.params.block_length, ap.params.steps);
+      const generation::SamplerMode mode = ap.params.sampler;
+      model::ScopedAttentionChunk chunk(ap.params.attention_query_chunk);
       sampler::PromptBatch pb;
       auto enc = Check(tok->Encode(prompt_texts[0], false), "prompt");
       pb.ids.emplace_back(enc.begin(), enc.end());
-      auto out = Check(sampler::Generate(mode, *model, pb, params, sampler::FastOptions{}), "clamped run");
+      auto out = Check(sampler::Generate(mode, *model, pb, params, generation::FastOptions{}), "clamped run");
       std::int64_t words = 0, known = 0, same = 0;
       for (const auto& w : Words(Text(*tok, out.output[0], config))) {
         ++words;
@@ -479,8 +479,11 @@ int main(int argc, char** argv) {
       const std::size_t n = std::min(out.output[0].size(), unclamped.size());
       for (std::size_t k = 0; k < n; ++k) same += out.output[0][k] == unclamped[k];
       clamps << (changes.empty() ? (r->fits ? "nothing" : "nothing (reported: does not fit)") : changes) << " | gen "
-             << ap.gen_length << ", block " << ap.block_length << ", " << ap.steps << " steps, " << ap.sampler
-             << (ap.attention_query_chunk ? ", chunk " + std::to_string(ap.attention_query_chunk) : std::string()) << " | "
+             << ap.params.gen_length << ", block " << ap.params.block_length << ", " << ap.params.steps << " steps, "
+             << generation::SamplerModeName(ap.params.sampler)
+             << (ap.params.attention_query_chunk ? ", chunk " + std::to_string(ap.params.attention_query_chunk)
+                                                 : std::string())
+             << " | "
              << Fmt("%.1f%%", words ? 100.0 * known / words : 0.0) << " | "
              << Fmt("%.1f%%", n ? 100.0 * same / n : 0.0) << " of " << n << " |\n";
     }

@@ -54,13 +54,13 @@ struct Args {
   bool trace = false;
 };
 
-std::vector<sampler::SamplerMode> ParseModes(const std::string& list) {
-  std::vector<sampler::SamplerMode> out;
-  if (list == "all") return sampler::AllSamplerModes();
+std::vector<generation::SamplerMode> ParseModes(const std::string& list) {
+  std::vector<generation::SamplerMode> out;
+  if (list == "all") return generation::AllSamplerModes();
   std::stringstream ss(list);
   std::string name;
   while (std::getline(ss, name, ',')) {
-    auto m = sampler::ParseSamplerMode(name);
+    auto m = generation::ParseSamplerMode(name);
     if (!m.ok()) {
       std::cerr << m.status().ToString() << "\n";
       std::exit(2);
@@ -68,8 +68,8 @@ std::vector<sampler::SamplerMode> ParseModes(const std::string& list) {
     out.push_back(*m);
   }
   // The reference goes first: every other row is compared with it.
-  std::stable_partition(out.begin(), out.end(), [](auto m) { return m == sampler::SamplerMode::kReference; });
-  if (out.empty() || out[0] != sampler::SamplerMode::kReference) out.insert(out.begin(), sampler::SamplerMode::kReference);
+  std::stable_partition(out.begin(), out.end(), [](auto m) { return m == generation::SamplerMode::kReference; });
+  if (out.empty() || out[0] != generation::SamplerMode::kReference) out.insert(out.begin(), generation::SamplerMode::kReference);
   return out;
 }
 
@@ -85,9 +85,9 @@ double MeanTopProbability(const model::LladaModel& m, const std::vector<std::int
   return std::get<0>(probs.max(-1)).mean().item<double>();
 }
 
-std::string RunTable(const model::LladaModel& m, const Args& a, const std::vector<sampler::SamplerMode>& modes,
-                     const sampler::PromptBatch& prompts, const sampler::GenerationParams& p, int* failures) {
-  sampler::FastOptions o;
+std::string RunTable(const model::LladaModel& m, const Args& a, const std::vector<generation::SamplerMode>& modes,
+                     const sampler::PromptBatch& prompts, const generation::GenerationParams& p, int* failures) {
+  generation::FastOptions o;
   o.threshold = a.threshold;
   o.factor = a.factor;
   std::ostringstream md;
@@ -97,7 +97,7 @@ std::string RunTable(const model::LladaModel& m, const Args& a, const std::vecto
   double reference_seconds = 0;
   for (auto mode : modes) {
     // Warm-up: the first block only (allocations, caches of the allocator and of BLAS).
-    sampler::GenerationParams warm = p;
+    generation::GenerationParams warm = p;
     warm.gen_length = warm.block_length;
     warm.steps = std::max<std::int64_t>(1, p.steps / (p.gen_length / p.block_length));
     (void)sampler::Generate(mode, m, prompts, warm, o);
@@ -107,18 +107,18 @@ std::string RunTable(const model::LladaModel& m, const Args& a, const std::vecto
       return true;
     });
     if (a.trace) {
-      std::cerr << sampler::SamplerModeName(mode) << " tokens per step:" << counts << "\n  output:";
+      std::cerr << generation::SamplerModeName(mode) << " tokens per step:" << counts << "\n  output:";
       if (r.ok())
         for (auto id : r->output[0]) std::cerr << " " << id;
       std::cerr << "\n";
     }
     if (!r.ok()) {
-      std::cerr << sampler::SamplerModeName(mode) << ": " << r.status().ToString() << "\n";
+      std::cerr << generation::SamplerModeName(mode) << ": " << r.status().ToString() << "\n";
       ++*failures;
       continue;
     }
     const auto& out = r->output[0];
-    if (mode == sampler::SamplerMode::kReference) {
+    if (mode == generation::SamplerMode::kReference) {
       reference = out;
       reference_seconds = r->seconds;
     }
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
   sampler::PromptBatch prompts;
   prompts.ids.emplace_back();
   for (std::int64_t i = 0; i < a.prompt_length; ++i) prompts.ids[0].push_back(1000 + 37 * i);
-  sampler::GenerationParams p;
+  generation::GenerationParams p;
   p.gen_length = a.gen_length;
   p.block_length = a.block_length;
   p.steps = a.steps;

@@ -41,6 +41,7 @@
 
 namespace {
 
+using unmask::generation::SamplerMode;
 using unmask::memory::GenerationRequest;
 
 struct Case {
@@ -52,34 +53,34 @@ std::string PrecisionOf(const GenerationRequest& r) { return r.compute_dtype_byt
 
 std::vector<Case> Cases(bool quick) {
   std::vector<Case> out;
-  auto add = [&](const std::string& sampler, int dtype, std::int64_t batch, std::int64_t prompt, std::int64_t gen,
+  auto add = [&](SamplerMode sampler, int dtype, std::int64_t batch, std::int64_t prompt, std::int64_t gen,
                  const std::string& note = "", double temperature = 0, double cfg = 0, std::int64_t chunk = 0) {
     GenerationRequest r;
-    r.sampler = sampler;
+    r.params.sampler = sampler;
     r.compute_dtype_bytes = dtype;
     r.batch = batch;
     r.prompt_length = prompt;
-    r.gen_length = gen;
-    r.block_length = std::min<std::int64_t>(32, gen);
-    r.steps = gen;
-    r.temperature = temperature;
-    r.cfg_scale = cfg;
-    r.attention_query_chunk = chunk;
+    r.params.gen_length = gen;
+    r.params.block_length = std::min<std::int64_t>(32, gen);
+    r.params.steps = gen;
+    r.params.temperature = temperature;
+    r.params.cfg_scale = cfg;
+    r.params.attention_query_chunk = chunk;
     out.push_back({r, note});
   };
   for (int dtype : {4, 2}) {
-    for (const char* sampler : {"reference", "dual_cache"}) {
+    for (SamplerMode sampler : {SamplerMode::kReference, SamplerMode::kDualCache}) {
       for (std::int64_t gen : quick ? std::vector<std::int64_t>{64, 256} : std::vector<std::int64_t>{64, 128, 256}) {
         for (std::int64_t batch : {1, 4}) add(sampler, dtype, batch, 32, gen);
       }
     }
   }
-  add("reference", 4, 1, 32, 128, "temperature 0.7", 0.7);
-  add("reference", 4, 1, 32, 128, "cfg 1.0", 0, 1.0);
-  add("block_logits", 4, 4, 32, 256, "");
-  add("dual_cache", 4, 1, 1024, 64, "long prompt");
-  add("dual_cache", 4, 1, 1024, 64, "long prompt, chunk 128", 0, 0, 128);
-  add("dual_cache", 2, 2, 2048, 64, "long prompt");
+  add(SamplerMode::kReference, 4, 1, 32, 128, "temperature 0.7", 0.7);
+  add(SamplerMode::kReference, 4, 1, 32, 128, "cfg 1.0", 0, 1.0);
+  add(SamplerMode::kBlockLogits, 4, 4, 32, 256, "");
+  add(SamplerMode::kDualCache, 4, 1, 1024, 64, "long prompt");
+  add(SamplerMode::kDualCache, 4, 1, 1024, 64, "long prompt, chunk 128", 0, 0, 128);
+  add(SamplerMode::kDualCache, 2, 2, 2048, 64, "long prompt");
   return out;
 }
 
@@ -119,37 +120,36 @@ nlohmann::json RunOne(const std::string& dir, const GenerationRequest& r, int st
     return {{"error", "mallopt(M_MMAP_THRESHOLD) failed"}};
   model::ModelOptions opts;
   opts.precision = r.compute_dtype_bytes == 4 ? model::Precision::kFloat32 : model::Precision::kBFloat16;
-  opts.attention_query_chunk = r.attention_query_chunk;
+  opts.attention_query_chunk = r.params.attention_query_chunk;
   auto m = model::LladaModel::Load(dir, opts);
   if (!m.ok()) return {{"error", m.status().ToString()}};
   TouchWeights(**m);
   const std::uint64_t loaded = bench::CurrentRssBytes();
-  auto mode = sampler::ParseSamplerMode(r.sampler);
-  if (!mode.ok()) return {{"error", mode.status().ToString()}};
+  const generation::SamplerMode mode = r.params.sampler;
 
   sampler::PromptBatch warm_prompt;
   warm_prompt.ids = Prompts(1, 1);
-  sampler::GenerationParams warm;
+  generation::GenerationParams warm;
   warm.gen_length = warm.block_length = warm.steps = 1;
   warm.mask_id = (*m)->config().mask_token_id;
-  warm.temperature = r.temperature;
-  warm.cfg_scale = r.cfg_scale;
-  (void)sampler::Generate(*mode, **m, warm_prompt, warm);
+  warm.temperature = r.params.temperature;
+  warm.cfg_scale = r.params.cfg_scale;
+  (void)sampler::Generate(mode, **m, warm_prompt, warm);
   const bool reset = ResetPeakRss();
   const std::uint64_t baseline = bench::CurrentRssBytes();
 
   sampler::PromptBatch prompts;
   prompts.ids = Prompts(r.batch, r.prompt_length);
-  sampler::GenerationParams p;
-  p.gen_length = r.gen_length;
-  p.block_length = r.block_length;
-  p.steps = r.steps;
-  p.temperature = r.temperature;
-  p.cfg_scale = r.cfg_scale;
+  generation::GenerationParams p;
+  p.gen_length = r.params.gen_length;
+  p.block_length = r.params.block_length;
+  p.steps = r.params.steps;
+  p.temperature = r.params.temperature;
+  p.cfg_scale = r.params.cfg_scale;
   p.mask_id = (*m)->config().mask_token_id;
   int seen = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  auto result = sampler::Generate(*mode, **m, prompts, p, {}, [&](const sampler::StepEvent&) { return ++seen < steps_run; });
+  auto result = sampler::Generate(mode, **m, prompts, p, {}, [&](const sampler::StepEvent&) { return ++seen < steps_run; });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!result.ok() && result.status().code() != StatusCode::kCancelled) return {{"error", result.status().ToString()}};
   const std::uint64_t peak = bench::PeakRssBytes();
@@ -234,14 +234,15 @@ int main(int argc, char** argv) {
   double worst_default = 1.0, worst_fixed = 1.0;
   auto deviation = [](double ratio) { return std::max(ratio, 1.0 / ratio); };
   for (const Case& c : Cases(quick)) {
-    const std::string label = c.request.sampler + " " + PrecisionOf(c.request) + " " + c.note;
+    const std::string sampler_name = unmask::generation::SamplerModeName(c.request.params.sampler);
+    const std::string label = sampler_name + " " + PrecisionOf(c.request) + " " + c.note;
     if (!filter.empty() && label.find(filter) == std::string::npos) continue;
-    auto shape = unmask::memory::ShapeOf(c.request);
-    const unmask::memory::MemoryEstimate e = unmask::memory::EstimateRequest(*config, *shape);
+    const unmask::memory::RequestShape shape = unmask::memory::ShapeOf(c.request);
+    const unmask::memory::MemoryEstimate e = unmask::memory::EstimateRequest(*config, shape);
     char row[640];
-    std::snprintf(row, sizeof(row), "| %s | %s | %lld | %lld | %lld | %s | %s | %s |", c.request.sampler.c_str(),
+    std::snprintf(row, sizeof(row), "| %s | %s | %lld | %lld | %lld | %s | %s | %s |", sampler_name.c_str(),
                   PrecisionOf(c.request).c_str(), static_cast<long long>(c.request.batch),
-                  static_cast<long long>(c.request.prompt_length), static_cast<long long>(c.request.gen_length),
+                  static_cast<long long>(c.request.prompt_length), static_cast<long long>(c.request.params.gen_length),
                   c.note.c_str(), unmask::memory::HumanBytes(e.peak).c_str(), e.peak_phase.c_str());
     std::string line = row;
     bool failed = false;

@@ -129,7 +129,7 @@ struct BatchRun {
 // Job i's prompt length: 8..24 ids, different between neighbouring jobs (a batch is left-padded).
 int MixedPromptLength(int i) { return 8 + (i * 7) % 17; }
 
-BatchRun RunJobs(executor::ExecutorCore& core, const sampler::GenerationParams& params, int prompt_length, int n) {
+BatchRun RunJobs(executor::ExecutorCore& core, const generation::GenerationParams& params, int prompt_length, int n) {
   BatchRun out;
   std::vector<std::shared_ptr<executor::Job>> jobs;
   const auto t0 = Clock::now();
@@ -224,7 +224,7 @@ int Batching(const Args& a, int argc, char** argv) {
   const auto& config = model->config();
 
   const int prompt_length = 16;
-  sampler::GenerationParams p;
+  generation::GenerationParams p;
   p.gen_length = p.block_length = p.steps = 32;
   p.temperature = 0;
   p.mask_id = config.mask_token_id;
@@ -381,12 +381,12 @@ int ChildMain(const Args& a) {
   const double load_s = Seconds(Clock::now() - t0);
   sampler::PromptBatch prompts;
   prompts.ids = {Prompt(16, 0)};
-  sampler::GenerationParams p;
+  generation::GenerationParams p;
   p.gen_length = p.block_length = 32;
   p.steps = a.warm_steps;
   p.mask_id = (*m)->config().mask_token_id;
   const auto g0 = Clock::now();
-  auto r = sampler::Generate(sampler::SamplerMode::kReference, **m, prompts, p);
+  auto r = sampler::Generate(generation::SamplerMode::kReference, **m, prompts, p);
   if (!r.ok()) {
     std::cerr << "child: " << r.status().ToString() << "\n";
     return 1;

@@ -204,13 +204,6 @@ Sustained RunSustained(int clients, double seconds, const std::function<Timed()>
   return s;
 }
 
-int HttpPort(testing::Process& scheduler) {
-  const std::string out = scheduler.output();
-  const std::string needle = "OpenAI-compatible HTTP on port ";
-  const auto at = out.find(needle);
-  return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + needle.size());
-}
-
 }  // namespace
 }  // namespace unmask
 
@@ -229,7 +222,7 @@ int main(int argc, char** argv) {
     stack.StartLoader();
     stack.StartExecutor({"--max-batch", "8"});
     const int s = stack.StartScheduler({"--http-port", "0", "--http-threads", "64"});
-    const int http_port = HttpPort(stack.scheduler(s));
+    const int http_port = testing::HttpPort(stack.scheduler(s));
     if (http_port <= 0) throw std::runtime_error("no HTTP port:\n" + stack.scheduler(s).output());
     Paths paths(stack.scheduler_address(s), http_port);
     // The executor attaches in the background: wait until a generation goes through.

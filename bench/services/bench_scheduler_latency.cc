@@ -291,7 +291,7 @@ int Main(const Args& a, int argc, char** argv) {
 
   std::vector<std::int64_t> prompt;
   for (int i = 0; i < a.prompt_length; ++i) prompt.push_back(1000 + 37 * i);
-  sampler::GenerationParams params;
+  generation::GenerationParams params;
   params.gen_length = a.gen_length;
   params.block_length = a.block_length;
   params.steps = a.steps;
@@ -310,7 +310,7 @@ int Main(const Args& a, int argc, char** argv) {
     return engine_thread.Call([&] {
       sampler::PromptBatch prompts;
       prompts.ids = {prompt};
-      auto r = sampler::Generate(sampler::SamplerMode::kReference, *model, prompts, params);
+      auto r = sampler::Generate(generation::SamplerMode::kReference, *model, prompts, params);
       if (!r.ok()) errors = r.status().ToString();
       return r.ok() ? 0.0 : -1.0;
     });

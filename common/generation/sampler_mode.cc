@@ -1,6 +1,6 @@
-#include "common/sampler/sampler_mode.h"
+#include "common/generation/sampler_mode.h"
 
-namespace unmask::sampler {
+namespace unmask::generation {
 
 const char* FastModeName(CacheKind cache, DecodeRule rule) {
   static const char* const kNames[3][3] = {
@@ -53,7 +53,7 @@ StatusOr<SamplerMode> ParseSamplerMode(const std::string& text) {
     names += names.empty() ? "" : ", ";
     names += SamplerModeName(m);
   }
-  return InvalidArgumentError("sampler mode '" + text + "' is not one of " + names);
+  return InvalidFieldError("sampler", "'" + text + "' is not one of " + names);
 }
 
-}  // namespace unmask::sampler
+}  // namespace unmask::generation

@@ -1,5 +1,5 @@
-// Sampling mode names, free of LibTorch: what request validation (scheduler, HTTP API) needs to
-// check a `sampler` field without linking the engine. sampler_registry.h runs the modes.
+// The sampler modes and their names (no LibTorch): one list for every door and for the memory
+// model; common/sampler/sampler_registry.h runs them.
 //
 //   reference                the official generate() (reference_sampler.h)
 //   block_logits             logits/softmax for the current block only (block_logits_sampler.h)
@@ -15,7 +15,7 @@
 
 #include "common/util/status.h"
 
-namespace unmask::sampler {
+namespace unmask::generation {
 
 enum class CacheKind { kNone, kPrefix, kDual };      // block_logits, prefix_cache, dual_cache
 enum class DecodeRule { kSchedule, kThreshold, kFactor };
@@ -45,4 +45,4 @@ const char* FastModeName(CacheKind cache, DecodeRule rule);
 // The cache kind and decoding rule of a fast mode (kReference has neither: returns false).
 bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
 
-}  // namespace unmask::sampler
+}  // namespace unmask::generation

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/generation/validate.h"
 #include "common/memory/clamp_levers.h"
 
 namespace unmask::memory {
@@ -14,30 +15,19 @@ namespace {
 std::string Str(std::int64_t v) { return std::to_string(v); }
 std::string Bytes(std::uint64_t b) { return HumanBytes(b) + " (" + std::to_string(b) + " bytes)"; }
 
-// The rules of sampler::ValidateParams other than the length limit, and the request's own fields.
+// The request's own fields (generation::ValidateFields) and what the clamp adds: the batch, the
+// prompt, the compute type, and room for at least one token below max_sequence_length.
 Status ValidateAsked(const checkpoint::LladaConfig& config, const GenerationRequest& r) {
-  auto bad = [](const std::string& m) { return InvalidArgumentError(m); };
-  if (r.batch < 1) return bad("batch must be >= 1, got " + Str(r.batch));
-  if (r.prompt_length < 0) return bad("prompt_length must be >= 0, got " + Str(r.prompt_length));
-  if (r.gen_length < 1) return bad("gen_length must be >= 1, got " + Str(r.gen_length));
-  if (r.block_length < 1) return bad("block_length must be >= 1, got " + Str(r.block_length));
-  if (r.steps < 1) return bad("steps must be >= 1, got " + Str(r.steps));
-  if (r.gen_length % r.block_length != 0)
-    return bad("gen_length (" + Str(r.gen_length) + ") must be divisible by block_length (" + Str(r.block_length) + ")");
-  const std::int64_t blocks = r.gen_length / r.block_length;
-  if (r.steps % blocks != 0)
-    return bad("steps (" + Str(r.steps) + ") must be divisible by the number of blocks (gen_length / block_length = " +
-               Str(blocks) + ")");
-  if (r.steps > r.gen_length)
-    return bad("steps (" + Str(r.steps) + ") must be <= gen_length (" + Str(r.gen_length) + ")");
-  if (!std::isfinite(r.temperature) || r.temperature < 0) return bad("temperature must be a finite number >= 0");
-  if (!std::isfinite(r.cfg_scale) || r.cfg_scale < 0) return bad("cfg_scale must be a finite number >= 0");
+  UNMASK_RETURN_IF_ERROR(generation::ValidateFields(r.params));
+  if (r.batch < 1) return InvalidFieldError("batch", "must be >= 1, got " + Str(r.batch));
+  if (r.prompt_length < 0) return InvalidFieldError("prompt_length", "must be >= 0, got " + Str(r.prompt_length));
   if (r.compute_dtype_bytes != 2 && r.compute_dtype_bytes != 4)
-    return bad("compute_dtype_bytes must be 2 (bf16, fp16) or 4 (fp32), got " + std::to_string(r.compute_dtype_bytes));
-  if (r.attention_query_chunk < 0) return bad("attention_query_chunk must be >= 0, got " + Str(r.attention_query_chunk));
+    return InvalidFieldError("compute_dtype_bytes",
+                             "must be 2 (bf16, fp16) or 4 (fp32), got " + std::to_string(r.compute_dtype_bytes));
   if (r.prompt_length >= config.max_sequence_length)
-    return bad("the prompt (" + Str(r.prompt_length) + " tokens) leaves no room to generate below the model's "
-               "max_sequence_length (" + Str(config.max_sequence_length) + ")");
+    return InvalidFieldError("prompt_length", "the prompt (" + Str(r.prompt_length) +
+                                                  " tokens) leaves no room to generate below the model's "
+                                                  "max_sequence_length (" + Str(config.max_sequence_length) + ")");
   return OkStatus();
 }
 
@@ -61,19 +51,19 @@ const char* ClampPolicyName(ClampPolicy policy) {
   return "off";
 }
 
-StatusOr<RequestShape> ShapeOf(const GenerationRequest& r) {
-  UNMASK_ASSIGN_OR_RETURN(SamplerKind kind, SamplerKindOf(r.sampler));
+RequestShape ShapeOf(const GenerationRequest& r) {
+  const SamplerKind kind = SamplerKindOf(r.params.sampler);
   RequestShape s;
   s.batch = r.batch;
   s.prompt_length = r.prompt_length;
-  s.gen_length = r.gen_length;
-  s.block_length = r.block_length;
-  s.steps = r.steps;
+  s.gen_length = r.params.gen_length;
+  s.block_length = r.params.block_length;
+  s.steps = r.params.steps;
   s.compute_dtype_bytes = r.compute_dtype_bytes;
   s.sampler = kind;
-  s.temperature = r.temperature;
-  s.cfg_scale = r.cfg_scale;
-  s.attention_query_chunk = r.attention_query_chunk;
+  s.temperature = r.params.temperature;
+  s.cfg_scale = r.params.cfg_scale;
+  s.attention_query_chunk = r.params.attention_query_chunk;
   return s;
 }
 
@@ -81,16 +71,16 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
                             std::uint64_t budget_bytes, std::uint64_t weights_bytes, ClampPolicy policy,
                             const ClampOptions& options) {
   UNMASK_RETURN_IF_ERROR(ValidateAsked(config, asked));
-  UNMASK_RETURN_IF_ERROR(ShapeOf(asked).status());
   Clamper c(config, budget_bytes, weights_bytes, asked);
   GenerationRequest& r = c.request();
 
   const std::int64_t room = config.max_sequence_length - asked.prompt_length;
-  if (asked.gen_length > room) {
-    const std::string why = "prompt (" + Str(asked.prompt_length) + " tokens) + gen_length (" + Str(asked.gen_length) +
+  if (asked.params.gen_length > room) {
+    const std::string why = "prompt (" + Str(asked.prompt_length) + " tokens) + gen_length (" + Str(asked.params.gen_length) +
                             ") exceeds the model's max_sequence_length (" + Str(config.max_sequence_length) + ")";
-    if (policy == ClampPolicy::kOff) return InvalidArgumentError(why + "; clamp policy off changes nothing");
-    const Lengths l = *ChooseLengths(room, asked.block_length, 1, [](std::int64_t, std::int64_t) { return true; });
+    if (policy == ClampPolicy::kOff)
+      return InvalidArgumentError(why + "; clamp policy off changes nothing").WithField("gen_length");
+    const Lengths l = *ChooseLengths(room, asked.params.block_length, 1, [](std::int64_t, std::int64_t) { return true; });
     c.SetLengths(l, why, "block_length must divide gen_length (" + Str(l.gen) + ")");
   }
 
@@ -118,37 +108,38 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
       ChunkLever(c);
     }
     if (!c.Fits()) {
-      const std::int64_t floor = std::min(r.gen_length, std::max<std::int64_t>(1, options.min_gen_length));
+      const std::int64_t floor = std::min(r.params.gen_length, std::max<std::int64_t>(1, options.min_gen_length));
       const auto fits = [&](std::int64_t gen, std::int64_t block) {
         GenerationRequest t = r;
-        t.gen_length = gen;
-        t.block_length = block;
+        t.params.gen_length = gen;
+        t.params.block_length = block;
         return c.Fits(t);
       };
-      std::optional<Lengths> l = ChooseLengths(r.gen_length, r.block_length, floor, fits);
+      std::optional<Lengths> l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
       if (!l && extreme) {
         AllLevers(c);
-        l = ChooseLengths(r.gen_length, r.block_length, floor, fits);
+        l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
       }
       if (!l) {
         GenerationRequest least = r;
-        least.gen_length = floor;
-        least.block_length = 1;  // the fewest logits rows; the reference does not depend on it
+        least.params.gen_length = floor;
+        least.params.block_length = 1;  // the fewest logits rows; the reference does not depend on it
         const MemoryEstimate e = c.Estimate(least);
         std::string msg = "the request does not fit even at its minimum (gen_length " + Str(floor) + ", sampler " +
-                          least.sampler + ", batch " + Str(least.batch) + ", prompt " + Str(least.prompt_length) +
+                          generation::SamplerModeName(least.params.sampler) + ", batch " + Str(least.batch) + ", prompt " + Str(least.prompt_length) +
                           " tokens): needs " + Bytes(e.total()) + " (weights " + HumanBytes(e.weights) + " + peak " +
                           HumanBytes(e.peak) + " in phase " + e.peak_phase + "), available " + Bytes(budget_bytes) +
                           " (clamp policy " + ClampPolicyName(policy) + ")";
         if (weights_bytes >= budget_bytes)
           msg += "; the weights alone (" + HumanBytes(weights_bytes) +
                  ") exceed the budget: load the model at a smaller precision (int8, int4) or use a larger device";
-        return ResourceExhaustedError(msg);
+        return ResourceExhaustedError(msg).WithReason(
+            "DOES_NOT_FIT", {{"needed_bytes", std::to_string(e.total())}, {"budget_bytes", std::to_string(budget_bytes)}});
       }
       const std::string why_gen = "the request " + needs + "; " + Str(l->gen) + " is the largest gen_length" +
-                                  (l->block == r.block_length ? " (a multiple of block_length " + Str(l->block) + ")" : "") +
+                                  (l->block == r.params.block_length ? " (a multiple of block_length " + Str(l->block) + ")" : "") +
                                   " that fits";
-      const std::string why_block = "not even one block of " + Str(r.block_length) + " fits; " + Str(l->block) +
+      const std::string why_block = "not even one block of " + Str(r.params.block_length) + " fits; " + Str(l->block) +
                                     " is the largest block_length dividing gen_length " + Str(l->gen) + " that fits";
       c.SetLengths(*l, why_gen, why_block);
     }

@@ -34,7 +34,7 @@
 // The minimum: gen_length is never reduced below min(asked gen_length, ClampOptions::
 // min_gen_length). When nothing fits at that minimum (every block_length tried, and under
 // extreme every lever pulled) the result is ResourceExhausted naming the bytes needed at the
-// minimum and the budget. Every returned request passes sampler::ValidateParams (gen_length %
+// minimum and the budget. Every returned request passes generation::ValidateParams (gen_length %
 // block_length == 0, steps % num_blocks == 0, steps <= gen_length, prompt + gen_length <=
 // max_sequence_length).
 #pragma once
@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "common/checkpoint/llada_config.h"
+#include "common/generation/params.h"
 #include "common/memory/memory_model.h"
 #include "common/util/status.h"
 
@@ -56,20 +57,16 @@ const char* ClampPolicyName(ClampPolicy policy);
 
 // What a request asks for, as far as memory goes.
 struct GenerationRequest {
+  // What Clamp may change: gen_length, block_length, steps, temperature, cfg_scale, sampler,
+  // attention_query_chunk (0 = full attention); the rest is carried through.
+  generation::GenerationParams params;
   std::int64_t batch = 1;  // rows the executor runs together; never changed by Clamp
   std::int64_t prompt_length = 0;
-  std::int64_t gen_length = 128;
-  std::int64_t block_length = 128;
-  std::int64_t steps = 128;
-  double temperature = 0.0;
-  double cfg_scale = 0.0;
-  std::string sampler = "reference";  // a mode name of sampler_registry.h
-  int compute_dtype_bytes = 4;        // the executor's: fp32 4, bf16 / fp16 2
-  std::int64_t attention_query_chunk = 0;  // 0 = full attention
+  int compute_dtype_bytes = 4;  // the executor's: fp32 4, bf16 / fp16 2
 };
 
 // The memory model's view of a request (weights and scratch set by the caller).
-StatusOr<RequestShape> ShapeOf(const GenerationRequest& request);
+RequestShape ShapeOf(const GenerationRequest& request);
 
 // One change. field: "gen_length", "block_length", "steps", "sampler", "attention_query_chunk",
 // "temperature", "cfg_scale"; or "memory" for policy off's notice (asked == applied).
@@ -97,7 +94,7 @@ struct ClampOptions {
 // segment when the executor already holds it, minus a reserve); weights_bytes: the weight
 // segment (WeightBytes or the manifest's segment_bytes), plus DequantScratchBytes for a
 // quantized model; pass 0 when budget_bytes already excludes them. Errors: InvalidArgument for a request
-// that sampler::ValidateParams would refuse for any other reason than its length, or whose
+// that generation::ValidateParams would refuse for any other reason than its length, or whose
 // prompt leaves no room below max_sequence_length; ResourceExhausted as above.
 StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const GenerationRequest& asked,
                             std::uint64_t budget_bytes, std::uint64_t weights_bytes, ClampPolicy policy,

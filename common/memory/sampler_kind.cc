@@ -1,17 +1,10 @@
 #include "common/memory/sampler_kind.h"
 
 namespace unmask::memory {
-namespace {
 
-// The rule part of a mode name: "", "threshold" or "factor".
-std::string RuleOf(const std::string& mode) {
-  const auto plus = mode.find('+');
-  if (plus != std::string::npos) return mode.substr(plus + 1);
-  if (mode == "threshold" || mode == "factor") return mode;
-  return "";
-}
-
-}  // namespace
+using generation::CacheKind;
+using generation::DecodeRule;
+using generation::SamplerMode;
 
 const char* SamplerKindName(SamplerKind kind) {
   switch (kind) {
@@ -23,37 +16,30 @@ const char* SamplerKindName(SamplerKind kind) {
   return "reference";
 }
 
-const std::vector<std::string>& SamplerModeNames() {
-  static const std::vector<std::string> kNames = {
-      "reference",          "block_logits", "prefix_cache",          "dual_cache",          "threshold",
-      "prefix_cache+threshold", "dual_cache+threshold", "factor", "prefix_cache+factor", "dual_cache+factor",
-  };
-  return kNames;
-}
-
-StatusOr<SamplerKind> SamplerKindOf(const std::string& mode) {
-  if (mode == "reference") return SamplerKind::kReference;
-  if (mode == "block_logits" || mode == "threshold" || mode == "factor" || mode == "block_logits+threshold" ||
-      mode == "block_logits+factor")
-    return SamplerKind::kBlockLogits;
-  if (mode == "prefix_cache" || mode == "prefix_cache+threshold" || mode == "prefix_cache+factor")
-    return SamplerKind::kPrefixCache;
-  if (mode == "dual_cache" || mode == "dual_cache+threshold" || mode == "dual_cache+factor")
-    return SamplerKind::kDualCache;
-  std::string names;
-  for (const auto& n : SamplerModeNames()) names += (names.empty() ? "" : ", ") + n;
-  return InvalidArgumentError("sampler mode '" + mode + "' is not one of " + names);
-}
-
-std::string WithSamplerKind(const std::string& mode, SamplerKind kind) {
-  const std::string rule = RuleOf(mode);
-  switch (kind) {
-    case SamplerKind::kReference: return "reference";
-    case SamplerKind::kBlockLogits: return rule.empty() ? "block_logits" : rule;
-    case SamplerKind::kPrefixCache: return rule.empty() ? "prefix_cache" : "prefix_cache+" + rule;
-    case SamplerKind::kDualCache: return rule.empty() ? "dual_cache" : "dual_cache+" + rule;
+SamplerKind SamplerKindOf(SamplerMode mode) {
+  CacheKind cache;
+  DecodeRule rule;
+  if (!generation::FastModeOf(mode, &cache, &rule)) return SamplerKind::kReference;
+  switch (cache) {
+    case CacheKind::kNone: return SamplerKind::kBlockLogits;
+    case CacheKind::kPrefix: return SamplerKind::kPrefixCache;
+    case CacheKind::kDual: return SamplerKind::kDualCache;
   }
-  return mode;
+  return SamplerKind::kBlockLogits;
+}
+
+SamplerMode WithSamplerKind(SamplerMode mode, SamplerKind kind) {
+  CacheKind cache = CacheKind::kNone;
+  DecodeRule rule = DecodeRule::kSchedule;
+  generation::FastModeOf(mode, &cache, &rule);
+  switch (kind) {
+    case SamplerKind::kReference: return SamplerMode::kReference;
+    case SamplerKind::kBlockLogits: cache = CacheKind::kNone; break;
+    case SamplerKind::kPrefixCache: cache = CacheKind::kPrefix; break;
+    case SamplerKind::kDualCache: cache = CacheKind::kDual; break;
+  }
+  // FastModeName gives the canonical name of every (cache, rule) pair.
+  return *generation::ParseSamplerMode(generation::FastModeName(cache, rule));
 }
 
 }  // namespace unmask::memory

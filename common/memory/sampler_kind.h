@@ -1,13 +1,9 @@
-// What the memory model needs to know about a sampler mode: which rows get logits and whether a
-// KV cache is kept. The mode names are those of common/sampler/sampler_registry.h, repeated here
-// because that library needs LibTorch and this one must not (tests/memory checks that the two
-// lists agree).
+// What the memory model needs to know about a sampler mode (common/generation/sampler_mode.h):
+// which rows get logits and whether a KV cache is kept. The decoding rule (threshold / factor)
+// does not change the memory: a mode counts as its cache kind.
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "common/util/status.h"
+#include "common/generation/sampler_mode.h"
 
 namespace unmask::memory {
 
@@ -19,20 +15,12 @@ enum class SamplerKind {
 };
 const char* SamplerKindName(SamplerKind kind);  // "reference", "block_logits", ...
 
-// The kind of a sampler mode name: "reference", "block_logits", "prefix_cache", "dual_cache",
-// "threshold", "factor", "block_logits+threshold", "block_logits+factor",
-// "prefix_cache+threshold", "prefix_cache+factor", "dual_cache+threshold", "dual_cache+factor".
-// The decoding rule (threshold / factor) does not change the memory: a mode counts as its cache
-// kind. InvalidArgument lists the names.
-StatusOr<SamplerKind> SamplerKindOf(const std::string& mode);
+SamplerKind SamplerKindOf(generation::SamplerMode mode);
 
-// The mode name that keeps the decoding rule of `mode` (a valid name) with cache kind `kind`:
-// WithSamplerKind("threshold", kDualCache) == "dual_cache+threshold";
-// WithSamplerKind("reference", kDualCache) == "dual_cache". kReference gives "reference" (the
+// The mode that keeps the decoding rule of `mode` with cache kind `kind`:
+// WithSamplerKind(kThreshold, kDualCache) == kDualCacheThreshold;
+// WithSamplerKind(kReference, kDualCache) == kDualCache. kReference gives kReference (the
 // reference has no rule, a threshold/factor rule cannot be kept there).
-std::string WithSamplerKind(const std::string& mode, SamplerKind kind);
-
-// Every accepted mode name, canonical spelling (the list of sampler_registry.h, in its order).
-const std::vector<std::string>& SamplerModeNames();
+generation::SamplerMode WithSamplerKind(generation::SamplerMode mode, SamplerKind kind);
 
 }  // namespace unmask::memory

@@ -32,25 +32,14 @@
 #pragma once
 
 #include "common/model/llada_model.h"
-#include "common/sampler/generation_params.h"
-#include "common/sampler/sampler_mode.h"  // CacheKind, DecodeRule, FastModeName
+#include "common/sampler/sampler_params.h"
 #include "common/sampler/step_event.h"
 #include "common/util/status.h"
 
 namespace unmask::sampler {
 
-struct FastOptions {
-  CacheKind cache = CacheKind::kNone;
-  DecodeRule rule = DecodeRule::kSchedule;
-  double threshold = 0.9;  // kThreshold: unmask every masked block token with confidence >= this
-  double factor = 1.0;     // kFactor: Fast-dLLM's factor f (parallel_decoding.h)
-  bool early_stop = true;
-};
-
-// Refuses a threshold that is not a finite number >= 0 and a factor that is not finite and > 0
-// (both are checked whatever the rule, so a bad value never hides behind another rule).
-Status ValidateFastOptions(const FastOptions& options);
-
+// FastOptions (common/generation/params.h: FastOptionsOf) say which cache and rule; they are
+// checked with ValidateFastOptions before the first step.
 StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& prompts,
                                         const GenerationParams& params, const FastOptions& options,
                                         const StepCallback& on_step = {});

@@ -30,4 +30,9 @@ StatusOr<GenerationResult> Generate(SamplerMode mode, const model::ModelBackend&
   return FastGenerate(*llada, prompts, params, fast, on_step);
 }
 
+StatusOr<GenerationResult> Generate(const model::ModelBackend& model, const PromptBatch& prompts,
+                                    const GenerationParams& params, const StepCallback& on_step) {
+  return Generate(params.sampler, model, prompts, params, generation::FastOptionsOf(params), on_step);
+}
+
 }  // namespace unmask::sampler

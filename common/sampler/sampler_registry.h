@@ -1,4 +1,4 @@
-// One entry point that runs any sampling mode (names and parsing: sampler_mode.h).
+// One entry point that runs any sampling mode (names and parsing: common/generation/sampler_mode.h).
 //
 //   reference                the official generate() (reference_sampler.h); FastOptions ignored
 //   block_logits             logits/softmax for the current block only (block_logits_sampler.h)
@@ -17,8 +17,7 @@
 
 #include "common/model/model_backend.h"
 #include "common/sampler/fast_sampler.h"
-#include "common/sampler/generation_params.h"
-#include "common/sampler/sampler_mode.h"
+#include "common/sampler/sampler_params.h"
 #include "common/sampler/step_event.h"
 #include "common/util/status.h"
 
@@ -34,5 +33,10 @@ namespace unmask::sampler {
 StatusOr<GenerationResult> Generate(SamplerMode mode, const model::ModelBackend& model, const PromptBatch& prompts,
                                     const GenerationParams& params, const FastOptions& options = {},
                                     const StepCallback& on_step = {});
+
+// Runs params.sampler with the options params holds (generation::FastOptionsOf): what the
+// executor and unmask-engine call.
+StatusOr<GenerationResult> Generate(const model::ModelBackend& model, const PromptBatch& prompts,
+                                    const GenerationParams& params, const StepCallback& on_step = {});
 
 }  // namespace unmask::sampler

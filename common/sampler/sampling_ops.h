@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/model/model_backend.h"
-#include "common/sampler/generation_params.h"
+#include "common/sampler/sampler_params.h"
 #include "common/sampler/step_event.h"
 #include "common/util/status.h"
 

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/generation/validate.h"
 #include "common/telemetry/block_spans.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
@@ -32,15 +33,171 @@ void Fail(Job& job, Status status) {
   job.Push(std::move(ev));
 }
 
+// The jobs of a batch still worth running: a job cancelled, or past its deadline, while queued
+// fails here.
+std::vector<std::shared_ptr<Job>> JobsToRun(const std::vector<std::shared_ptr<Job>>& all, Clock::time_point start) {
+  std::vector<std::shared_ptr<Job>> batch;
+  for (const auto& job : all) {
+    if (job->cancelled()) {
+      Fail(*job, job->cancel_reason());
+    } else if (start >= job->request().deadline) {
+      Fail(*job, Status(StatusCode::kDeadlineExceeded, "job " + job->request().job_id + ": deadline passed in the queue"));
+    } else {
+      batch.push_back(job);
+    }
+  }
+  return batch;
+}
+
+// One batch's run, by step: a span per job (StartSpans), the events of each step (OnStep), each
+// job's end (Finish).
+struct BatchRun {
+  BatchRun(const std::vector<std::shared_ptr<Job>>& batch, Clock::time_point start, const ExecutorOptions& options,
+           const telemetry::Tracer& tracer, telemetry::ServiceMetrics* metrics)
+      : batch(batch), start(start), options(options), tracer(tracer), metrics(metrics), last_step(start),
+        live(batch.size(), true) {}
+
+  void StartSpans();
+  // Pushes the step to every live job; false once none is live (the sampler then stops).
+  bool OnStep(const sampler::StepEvent& ev);
+  void Finish(const StatusOr<sampler::GenerationResult>& result, const JobRequest& first);
+
+  const std::vector<std::shared_ptr<Job>>& batch;
+  const Clock::time_point start;
+  const ExecutorOptions& options;
+  const telemetry::Tracer& tracer;
+  telemetry::ServiceMetrics* metrics;
+  std::vector<telemetry::Span> spans;
+  std::vector<telemetry::BlockSpans> blocks;
+  std::vector<double> step_seconds;
+  Clock::time_point last_step;
+  std::vector<bool> live;
+};
+
+void BatchRun::StartSpans() {
+  // One span per job (each continues its own trace), with a child span per diffusion block that
+  // carries an event per step.
+  spans.reserve(batch.size());
+  blocks.reserve(batch.size());
+  for (const auto& job : batch) {
+    const JobRequest& req = job->request();
+    telemetry::Span span = tracer.StartSpan("executor.job", req.trace_context);
+    if (span.recording()) {
+      span.SetAttribute("job.id", req.job_id);
+      span.SetAttribute("executor.id", options.executor_id);
+      span.SetAttribute("model", options.model_id);
+      span.SetAttribute("sampler", generation::SamplerModeName(req.params.sampler));
+      span.SetAttribute("batch.size", static_cast<std::int64_t>(batch.size()));
+      span.SetAttribute("prompt_tokens", static_cast<std::int64_t>(req.prompt_ids.size()));
+      span.SetAttribute("gen_length", req.params.gen_length);
+      span.SetAttribute("block_length", req.params.block_length);
+      span.SetAttribute("steps", req.params.steps);
+      span.SetAttribute("queued_seconds", Seconds(start - job->submitted()));
+    }
+    blocks.emplace_back(tracer, span, "executor.block");
+    spans.push_back(std::move(span));
+  }
+}
+
+bool BatchRun::OnStep(const sampler::StepEvent& ev) {
+  const auto now = Clock::now();
+  const double dt = Seconds(now - last_step);
+  step_seconds.push_back(dt);
+  last_step = now;
+  if (metrics != nullptr) metrics->ObserveStep(dt);
+  bool any_live = false;
+  for (std::size_t r = 0; r < batch.size(); ++r) {
+    if (!live[r]) continue;
+    Job& job = *batch[r];
+    if (!job.cancelled() && now >= job.request().deadline)
+      job.Cancel(Status(StatusCode::kDeadlineExceeded, "job " + job.request().job_id + ": deadline passed after step " +
+                                                           std::to_string(ev.step)));
+    if (job.cancelled()) {
+      live[r] = false;  // its row rides along; the others are not held up
+      blocks[r].EndError(job.cancel_reason().ToString());
+      spans[r].SetError(job.cancel_reason().ToString());
+      spans[r].End();
+      Fail(job, job.cancel_reason());
+      continue;
+    }
+    const auto unmasked = static_cast<std::int64_t>(ev.positions[r].size());
+    blocks[r].Step(ev.block, ev.step, unmasked)
+        .AddEvent("step", {{"step", ev.step}, {"block", ev.block}, {"unmasked", unmasked}, {"seconds", dt}});
+    JobEvent out;
+    out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[r], ev.tokens[r], ev.elapsed_seconds};
+    job.Push(std::move(out));
+    any_live = true;
+  }
+  return any_live;
+}
+
+void BatchRun::Finish(const StatusOr<sampler::GenerationResult>& result, const JobRequest& first) {
+  const double running = Seconds(Clock::now() - start);
+  std::uint64_t generated = 0;
+  for (std::size_t r = 0; r < batch.size(); ++r) {
+    if (!live[r]) continue;
+    Job& job = *batch[r];
+    if (!result.ok()) {
+      blocks[r].EndError(result.status().ToString());
+      spans[r].SetError(result.status().ToString());
+      spans[r].End();
+      Fail(job, result.status());
+      continue;
+    }
+    JobEvent done;
+    done.kind = JobEvent::Kind::kCompleted;
+    Completion& c = done.completed;
+    c.ids = result->output[r];
+    c.finish_reason = "length";
+    for (std::size_t i = 0; i < c.ids.size(); ++i) {
+      if (c.ids[i] == first.params.eos_id || c.ids[i] == first.params.eot_id) {
+        c.finish_reason = "eos";
+        if (job.request().params.stop_at_eos) c.ids.resize(i);
+        break;
+      }
+    }
+    c.sampler = result->sampler;
+    c.steps_run = result->steps_run;
+    c.queued_seconds = Seconds(start - job.submitted());
+    c.running_seconds = running;
+    c.step_seconds = step_seconds;
+    c.batch_size = static_cast<int>(batch.size());
+    const auto tokens = static_cast<std::int64_t>(result->output[r].size());
+    generated += static_cast<std::uint64_t>(tokens);
+    telemetry::Span& span = spans[r];
+    blocks[r].EndOk();
+    span.SetAttribute("blocks", blocks[r].blocks_started());
+    span.SetAttribute("tokens.generated", tokens);
+    span.SetAttribute("steps_run", c.steps_run);
+    span.SetAttribute("finish_reason", c.finish_reason);
+    span.SetAttribute("running_seconds", running);
+    span.SetOk();
+    telemetry::Log(telemetry::LogLevel::kInfo, span.trace_id_hex(), job.request().job_id, "job done",
+                   {{"steps", std::to_string(c.steps_run)},
+                    {"tokens", std::to_string(tokens)},
+                    {"batch", std::to_string(c.batch_size)},
+                    {"seconds", std::to_string(running)},
+                    {"finish_reason", c.finish_reason}});
+    span.End();
+    job.Push(std::move(done));
+    if (metrics != nullptr) metrics->ObserveJobRun(running);
+  }
+  if (metrics != nullptr && generated > 0) {
+    metrics->AddGeneratedTokens(generated);
+    if (running > 0) metrics->SetTokensPerSecond(static_cast<double>(generated) / running);
+    metrics->SetMemoryUsed(static_cast<double>(ProcessRssBytes()));
+  }
+}
+
 }  // namespace
 
 std::string BatchKey(const JobRequest& r) {
   const auto& p = r.params;
-  if (p.temperature != 0 || p.remasking != sampler::Remasking::kLowConfidence) return "";
+  if (p.temperature != 0 || p.remasking != generation::Remasking::kLowConfidence) return "";
   std::ostringstream key;
-  key << r.attention_query_chunk << '/' << p.gen_length << '/' << p.block_length << '/' << p.steps << '/' << p.cfg_scale
-      << '/' << p.logits_eos_inf << p.confidence_eos_eot_inf << '/' << static_cast<int>(r.mode) << '/'
-      << r.fast.threshold << '/' << r.fast.factor << '/' << r.fast.early_stop;
+  key << p.attention_query_chunk << '/' << p.gen_length << '/' << p.block_length << '/' << p.steps << '/' << p.cfg_scale
+      << '/' << p.logits_eos_inf << p.confidence_eos_eot_inf << '/' << static_cast<int>(p.sampler) << '/'
+      << p.threshold << '/' << p.factor << '/' << p.early_stop;
   return key.str();
 }
 
@@ -90,8 +247,8 @@ StatusOr<std::shared_ptr<Job>> ExecutorCore::Submit(JobRequest request) {
   UNMASK_RETURN_IF_ERROR(
       sampler::NormalizePromptBatch(check, m->config().pad_token_id, m->config().embedding_size).status());
   UNMASK_RETURN_IF_ERROR(
-      sampler::ValidateParams(request.params, m->config(), static_cast<std::int64_t>(request.prompt_ids.size())));
-  UNMASK_RETURN_IF_ERROR(sampler::ValidateFastOptions(request.fast));
+      generation::ValidateParams(request.params, m->config(), static_cast<std::int64_t>(request.prompt_ids.size())));
+  UNMASK_RETURN_IF_ERROR(generation::ValidateFields(request.params));
   auto job = std::make_shared<Job>(std::move(request));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -139,16 +296,7 @@ void ExecutorCore::WorkerLoop() {
 
 void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
   const auto start = Clock::now();
-  std::vector<std::shared_ptr<Job>> batch;
-  for (const auto& job : all) {
-    if (job->cancelled()) {
-      Fail(*job, job->cancel_reason());
-    } else if (start >= job->request().deadline) {
-      Fail(*job, Status(StatusCode::kDeadlineExceeded, "job " + job->request().job_id + ": deadline passed in the queue"));
-    } else {
-      batch.push_back(job);
-    }
-  }
+  const std::vector<std::shared_ptr<Job>> batch = JobsToRun(all, start);
   if (batch.empty()) return;
   auto serving = ServingModel();
   if (!serving.ok()) {
@@ -160,132 +308,22 @@ void ExecutorCore::RunBatch(const std::vector<std::shared_ptr<Job>>& all) {
   sampler::PromptBatch prompts;
   for (const auto& job : batch) prompts.ids.push_back(job->request().prompt_ids);
 
-  // One span per job (each continues its own trace), with a child span per diffusion block that
-  // carries an event per step.
-  std::vector<telemetry::Span> spans;
-  std::vector<telemetry::BlockSpans> blocks;
-  spans.reserve(batch.size());
-  blocks.reserve(batch.size());
-  for (const auto& job : batch) {
-    const JobRequest& req = job->request();
-    telemetry::Span span = tracer_.StartSpan("executor.job", req.trace_context);
-    if (span.recording()) {
-      span.SetAttribute("job.id", req.job_id);
-      span.SetAttribute("executor.id", options_.executor_id);
-      span.SetAttribute("model", options_.model_id);
-      span.SetAttribute("sampler", sampler::SamplerModeName(req.mode));
-      span.SetAttribute("batch.size", static_cast<std::int64_t>(batch.size()));
-      span.SetAttribute("prompt_tokens", static_cast<std::int64_t>(req.prompt_ids.size()));
-      span.SetAttribute("gen_length", req.params.gen_length);
-      span.SetAttribute("block_length", req.params.block_length);
-      span.SetAttribute("steps", req.params.steps);
-      span.SetAttribute("queued_seconds", Seconds(start - job->submitted()));
-    }
-    blocks.emplace_back(tracer_, span, "executor.block");
-    spans.push_back(std::move(span));
-  }
-
-  std::vector<double> step_seconds;
-  auto last_step = start;
-  std::vector<bool> live(batch.size(), true);
-  auto on_step = [&](const sampler::StepEvent& ev) {
-    const auto now = Clock::now();
-    const double dt = Seconds(now - last_step);
-    step_seconds.push_back(dt);
-    last_step = now;
-    if (metrics_ != nullptr) metrics_->ObserveStep(dt);
-    bool any_live = false;
-    for (std::size_t r = 0; r < batch.size(); ++r) {
-      if (!live[r]) continue;
-      Job& job = *batch[r];
-      if (!job.cancelled() && now >= job.request().deadline)
-        job.Cancel(Status(StatusCode::kDeadlineExceeded, "job " + job.request().job_id + ": deadline passed after step " +
-                                                             std::to_string(ev.step)));
-      if (job.cancelled()) {
-        live[r] = false;  // its row rides along; the others are not held up
-        blocks[r].EndError(job.cancel_reason().ToString());
-        spans[r].SetError(job.cancel_reason().ToString());
-        spans[r].End();
-        Fail(job, job.cancel_reason());
-        continue;
-      }
-      const auto unmasked = static_cast<std::int64_t>(ev.positions[r].size());
-      blocks[r].Step(ev.block, ev.step, unmasked)
-          .AddEvent("step", {{"step", ev.step}, {"block", ev.block}, {"unmasked", unmasked}, {"seconds", dt}});
-      JobEvent out;
-      out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[r], ev.tokens[r], ev.elapsed_seconds};
-      job.Push(std::move(out));
-      any_live = true;
-    }
-    return any_live;
-  };
-  model::ScopedAttentionChunk chunk(first.attention_query_chunk);  // the same for the whole batch (BatchKey)
-  auto result = sampler::Generate(first.mode, *model, prompts, first.params, first.fast, on_step);
-  const double running = Seconds(Clock::now() - start);
-  std::uint64_t generated = 0;
-  for (std::size_t r = 0; r < batch.size(); ++r) {
-    if (!live[r]) continue;
-    Job& job = *batch[r];
-    if (!result.ok()) {
-      blocks[r].EndError(result.status().ToString());
-      spans[r].SetError(result.status().ToString());
-      spans[r].End();
-      Fail(job, result.status());
-      continue;
-    }
-    JobEvent done;
-    done.kind = JobEvent::Kind::kCompleted;
-    Completion& c = done.completed;
-    c.ids = result->output[r];
-    c.finish_reason = "length";
-    for (std::size_t i = 0; i < c.ids.size(); ++i) {
-      if (c.ids[i] == first.params.eos_id || c.ids[i] == first.params.eot_id) {
-        c.finish_reason = "eos";
-        if (job.request().stop_at_eos) c.ids.resize(i);
-        break;
-      }
-    }
-    c.sampler = result->sampler;
-    c.steps_run = result->steps_run;
-    c.queued_seconds = Seconds(start - job.submitted());
-    c.running_seconds = running;
-    c.step_seconds = step_seconds;
-    c.batch_size = static_cast<int>(batch.size());
-    const auto tokens = static_cast<std::int64_t>(result->output[r].size());
-    generated += static_cast<std::uint64_t>(tokens);
-    telemetry::Span& span = spans[r];
-    blocks[r].EndOk();
-    span.SetAttribute("blocks", blocks[r].blocks_started());
-    span.SetAttribute("tokens.generated", tokens);
-    span.SetAttribute("steps_run", c.steps_run);
-    span.SetAttribute("finish_reason", c.finish_reason);
-    span.SetAttribute("running_seconds", running);
-    span.SetOk();
-    telemetry::Log(telemetry::LogLevel::kInfo, span.trace_id_hex(), job.request().job_id, "job done",
-                   {{"steps", std::to_string(c.steps_run)},
-                    {"tokens", std::to_string(tokens)},
-                    {"batch", std::to_string(c.batch_size)},
-                    {"seconds", std::to_string(running)},
-                    {"finish_reason", c.finish_reason}});
-    span.End();
-    job.Push(std::move(done));
-    if (metrics_ != nullptr) metrics_->ObserveJobRun(running);
-  }
-  if (metrics_ != nullptr && generated > 0) {
-    metrics_->AddGeneratedTokens(generated);
-    if (running > 0) metrics_->SetTokensPerSecond(static_cast<double>(generated) / running);
-    metrics_->SetMemoryUsed(static_cast<double>(ProcessRssBytes()));
-  }
+  BatchRun run(batch, start, options_, tracer_, metrics_);
+  run.StartSpans();
+  auto on_step = [&run](const sampler::StepEvent& ev) { return run.OnStep(ev); };
+  model::ScopedAttentionChunk chunk(first.params.attention_query_chunk);  // the same for the whole batch (BatchKey)
+  auto result = sampler::Generate(*model, prompts, first.params, on_step);
+  run.Finish(result, first);
 }
 
 Status ExecutorCore::Warmup() {
   UNMASK_ASSIGN_OR_RETURN(auto m, ServingModel());
   sampler::PromptBatch prompts;
   prompts.ids = {{m->config().eos_token_id}};
-  sampler::GenerationParams p;
+  generation::GenerationParams p;
   p.gen_length = p.block_length = p.steps = 1;
   p.mask_id = m->config().mask_token_id;
-  return sampler::Generate(sampler::SamplerMode::kReference, *m, prompts, p).status();
+  return sampler::Generate(generation::SamplerMode::kReference, *m, prompts, p).status();
 }
 
 CapacityReport ExecutorCore::Capacity() const {

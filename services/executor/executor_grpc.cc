@@ -1,5 +1,6 @@
 #include "services/executor/executor_grpc.h"
 
+#include "common/generation/params_proto.h"
 #include "services/common/grpc_status.h"
 
 namespace unmask::executor {
@@ -8,36 +9,8 @@ StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkp
   JobRequest r;
   r.job_id = req.job_id();
   r.prompt_ids.assign(req.prompt_ids().begin(), req.prompt_ids().end());
-  const auto& in = req.params();
-  auto& p = r.params;
-  p.gen_length = in.has_gen_length() ? in.gen_length() : 128;
-  p.block_length = in.has_block_length() ? in.block_length() : p.gen_length;
-  p.steps = in.has_steps() ? in.steps() : p.gen_length;
-  p.temperature = in.temperature();
-  p.cfg_scale = in.cfg_scale();
-  switch (in.remasking()) {
-    case v1::REMASKING_UNSPECIFIED:
-    case v1::REMASKING_LOW_CONFIDENCE: p.remasking = sampler::Remasking::kLowConfidence; break;
-    case v1::REMASKING_RANDOM: p.remasking = sampler::Remasking::kRandom; break;
-    default: return InvalidArgumentError("params.remasking: unknown value " + std::to_string(in.remasking()));
-  }
-  p.logits_eos_inf = in.logits_eos_inf();
-  p.confidence_eos_eot_inf = in.confidence_eos_eot_inf();
-  p.seed = in.seed();
-  p.mask_id = config.mask_token_id;
-  p.eos_id = config.eos_token_id;
-  p.eot_id = config.eot_token_id;
-  auto mode = sampler::ParseSamplerMode(in.sampler().empty() ? "reference" : in.sampler());
-  if (!mode.ok()) return mode.status().WithContext("params.sampler");
-  r.mode = *mode;
-  if (in.threshold() != 0) r.fast.threshold = in.threshold();
-  if (in.factor() != 0) r.fast.factor = in.factor();
-  if (in.has_early_stop()) r.fast.early_stop = in.early_stop();  // unset: FastOptions' default (on)
-  r.stop_at_eos = in.stop_at_eos();
-  if (in.attention_query_chunk() < 0)
-    return InvalidArgumentError("params.attention_query_chunk: must be >= 0 (0 = the executor's default), got " +
-                                std::to_string(in.attention_query_chunk()));
-  r.attention_query_chunk = in.attention_query_chunk();
+  UNMASK_ASSIGN_OR_RETURN(r.params, generation::ParamsFromProto(req.params()));
+  generation::WithModelTokens(config, r.params);
   return r;
 }
 

@@ -35,8 +35,8 @@ class ExecutorGrpcService final : public v1::Executor::Service {
   telemetry::ServiceMetrics* metrics_;
 };
 
-// Fills a JobRequest from the wire form; unset fields take the reference's defaults
-// (gen_length 128, block_length = gen_length, steps = gen_length). Errors name the field.
+// Fills a JobRequest from the wire form (generation::ParamsFromProto: the defaults of every door)
+// and the model's token ids. Errors name the field.
 StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkpoint::LladaConfig& config);
 
 }  // namespace unmask::executor

@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/sampler/fast_sampler.h"
-#include "common/sampler/generation_params.h"
+#include "common/generation/params.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/telemetry/trace_context.h"
 #include "common/util/status.h"
@@ -24,13 +23,10 @@ using Clock = std::chrono::steady_clock;
 struct JobRequest {
   std::string job_id;
   std::vector<std::int64_t> prompt_ids;
-  sampler::GenerationParams params;
-  sampler::SamplerMode mode = sampler::SamplerMode::kReference;
-  sampler::FastOptions fast;
-  bool stop_at_eos = false;
-  // > 0: this job's attention in chunks of this many query rows (the smaller of it and the
-  // executor's --attention-chunk wins); 0: the executor's.
-  std::int64_t attention_query_chunk = 0;
+  // Everything the request asks for, the sampler mode and its options included
+  // (params.attention_query_chunk > 0: this job's attention in chunks of this many query rows, the
+  // smaller of it and the executor's --attention-chunk winning; 0: the executor's).
+  generation::GenerationParams params;
   Clock::time_point deadline = Clock::time_point::max();
   // The Run call's span: the job's span (executor.job) is its child. Invalid: a trace of its own.
   telemetry::SpanContext trace_context;

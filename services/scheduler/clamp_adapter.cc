@@ -4,28 +4,16 @@ namespace unmask::scheduler {
 
 Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes) {
   return [policy, compute_dtype_bytes](const ClampInput& in) -> StatusOr<ClampOutput> {
-    ClampOutput out{in.params, in.sampler, in.attention_query_chunk, {}};
+    ClampOutput out{in.params, {}};
     if (in.budget_bytes == 0) return out;  // no executor has reported a budget yet: nothing to fit against
     memory::GenerationRequest asked;
+    asked.params = in.params;
     asked.prompt_length = in.prompt_length;
-    asked.gen_length = in.params.gen_length;
-    asked.block_length = in.params.block_length;
-    asked.steps = in.params.steps;
-    asked.temperature = in.params.temperature;
-    asked.cfg_scale = in.params.cfg_scale;
-    asked.sampler = in.sampler;
-    asked.compute_dtype_bytes = compute_dtype_bytes;
-    asked.attention_query_chunk = in.attention_query_chunk;
+    asked.compute_dtype_bytes = in.compute_dtype_bytes > 0 ? in.compute_dtype_bytes : compute_dtype_bytes;
     // The executor's budget is its free memory after the weights it already maps: weights 0.
     UNMASK_ASSIGN_OR_RETURN(memory::ClampResult r,
                             memory::Clamp(in.config, asked, in.budget_bytes, /*weights_bytes=*/0, policy));
-    out.params.gen_length = r.applied.gen_length;
-    out.params.block_length = r.applied.block_length;
-    out.params.steps = r.applied.steps;
-    out.params.temperature = r.applied.temperature;
-    out.params.cfg_scale = r.applied.cfg_scale;
-    out.sampler = r.applied.sampler;
-    out.attention_query_chunk = r.applied.attention_query_chunk;
+    out.params = r.applied.params;
     for (const auto& a : r.adjustments) {
       v1::Adjustment adj;
       adj.set_field(a.field);

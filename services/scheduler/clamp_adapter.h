@@ -7,7 +7,8 @@
 
 namespace unmask::scheduler {
 
-// compute_dtype_bytes: what the executors compute in (4 for fp32, 2 for bf16/fp16).
+// compute_dtype_bytes: what the executors compute in (4 for fp32, 2 for bf16/fp16) when they do
+// not report it (ClampInput::compute_dtype_bytes 0).
 Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes);
 
 // Every Adjustment::field memory::Clamp may report (common/memory/clamp*.cc) plus the scheduler's

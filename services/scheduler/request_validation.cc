@@ -2,13 +2,14 @@
 
 #include <cmath>
 
-#include "common/sampler/sampler_mode.h"
+#include "common/generation/params_proto.h"
 
 namespace unmask::scheduler {
 namespace {
 
+// `field` as the gRPC API names it; it becomes the error's detail.field.
 Status Bad(const std::string& field, const std::string& rule, const std::string& got) {
-  return InvalidArgumentError(field + ": " + rule + ", got " + got);
+  return InvalidFieldError(field, rule + ", got " + got);
 }
 
 std::string Num(double v) {
@@ -48,33 +49,7 @@ Status ValidatePrompt(const v1::GenerateRequest& r) {
     case v1::GenerateRequest::PROMPT_NOT_SET:
       break;
   }
-  return InvalidArgumentError("prompt: set one of text, chat or ids");
-}
-
-Status ValidateParams(const v1::GenerationParams& p) {
-  if (p.has_gen_length() && (p.gen_length() < 1 || p.gen_length() > kMaxGenLength))
-    return Bad("params.gen_length", "must be in [1, " + std::to_string(kMaxGenLength) + "]", std::to_string(p.gen_length()));
-  if (p.has_block_length() && p.block_length() < 1)
-    return Bad("params.block_length", "must be >= 1", std::to_string(p.block_length()));
-  if (p.has_steps() && p.steps() < 1) return Bad("params.steps", "must be >= 1", std::to_string(p.steps()));
-  if (!std::isfinite(p.temperature()) || p.temperature() < 0 || p.temperature() > 100)
-    return Bad("params.temperature", "must be in [0, 100]", Num(p.temperature()));
-  if (!std::isfinite(p.cfg_scale()) || p.cfg_scale() < 0 || p.cfg_scale() > 100)
-    return Bad("params.cfg_scale", "must be in [0, 100]", Num(p.cfg_scale()));
-  if (!v1::Remasking_IsValid(p.remasking()))
-    return Bad("params.remasking", "must be REMASKING_LOW_CONFIDENCE or REMASKING_RANDOM", std::to_string(p.remasking()));
-  if (!p.sampler().empty()) {
-    auto mode = sampler::ParseSamplerMode(p.sampler());
-    if (!mode.ok()) return mode.status().WithContext("params.sampler");
-  }
-  if (!std::isfinite(p.threshold()) || p.threshold() < 0 || p.threshold() > 1)
-    return Bad("params.threshold", "must be in [0, 1] (0 = the default 0.9)", Num(p.threshold()));
-  if (!std::isfinite(p.factor()) || p.factor() < 0)
-    return Bad("params.factor", "must be >= 0 (0 = the default)", Num(p.factor()));
-  if (p.attention_query_chunk() < 0 || p.attention_query_chunk() > kMaxAttentionQueryChunk)
-    return Bad("params.attention_query_chunk", "must be in [0, " + std::to_string(kMaxAttentionQueryChunk) + "] (0 = the executor's default)",
-               std::to_string(p.attention_query_chunk()));
-  return OkStatus();
+  return InvalidFieldError("prompt", "set one of text, chat or ids");
 }
 
 }  // namespace
@@ -83,7 +58,7 @@ Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
   if (r.model().empty()) return Bad("model", "must name a model", "an empty string");
   if (r.model().size() > 256) return Bad("model", "must be at most 256 characters", std::to_string(r.model().size()));
   UNMASK_RETURN_IF_ERROR(ValidatePrompt(r));
-  UNMASK_RETURN_IF_ERROR(ValidateParams(r.params()));
+  UNMASK_RETURN_IF_ERROR(generation::ParamsFromProto(r.params()).status());  // the rules of every door
   if (r.priority() < kMinPriority || r.priority() > kMaxPriority)
     return Bad("priority", "must be in [" + std::to_string(kMinPriority) + ", " + std::to_string(kMaxPriority) + "]",
                std::to_string(r.priority()));

@@ -1,8 +1,10 @@
 // Field-by-field validation of the public GenerateRequest: every bad value is refused with
-// InvalidArgument naming the field and the allowed range. Checks that need the model (vocabulary,
+// InvalidArgument naming the field and the allowed range (the generation parameters by the
+// generation library's rules, common/generation/validate.h). Checks that need the model (vocabulary,
 // max_sequence_length, divisibility after clamping) happen later, against the model's config.
 #pragma once
 
+#include "common/generation/params.h"
 #include "common/util/status.h"
 #include "unmask/v1/scheduler.pb.h"
 
@@ -10,8 +12,7 @@ namespace unmask::scheduler {
 
 constexpr int kMinPriority = -10;
 constexpr int kMaxPriority = 10;
-constexpr std::int64_t kMaxGenLength = 16384;
-constexpr std::int64_t kMaxAttentionQueryChunk = 1 << 20;
+using generation::kMaxGenLength;
 constexpr double kMaxDeadlineSeconds = 7 * 24 * 3600.0;
 constexpr std::size_t kMaxPromptBytes = 1 << 20;  // the ceiling of --max-prompt-bytes (RequestLimits)
 constexpr std::size_t kMaxIdempotencyKey = 128;

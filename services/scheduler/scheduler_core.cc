@@ -4,29 +4,24 @@
 #include <chrono>
 #include <map>
 
+#include "common/generation/params_proto.h"
+#include "common/generation/validate.h"
 #include "common/tokenizer/chat_template.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler {
 namespace {
 
-v1::GenerationParams ToProto(const sampler::GenerationParams& p, const std::string& sampler,
-                             std::int64_t attention_query_chunk, const v1::GenerationParams& asked) {
-  v1::GenerationParams out = asked;
-  out.set_attention_query_chunk(attention_query_chunk);
-  out.set_gen_length(p.gen_length);
-  out.set_block_length(p.block_length);
-  out.set_steps(p.steps);
-  out.set_temperature(p.temperature);
-  out.set_cfg_scale(p.cfg_scale);
-  out.set_sampler(sampler);
-  // early_stop is never clamped. Unset means on for the fast modes (FastOptions' default), so the
-  // accepted params say so; reference mode has no early stop and keeps whatever was asked.
-  if (!out.has_early_stop() && sampler != "reference") out.set_early_stop(true);
-  return out;
-}
+// The reason of Accept's refusal when --max-queue jobs are waiting (IsQueueFull).
+constexpr char kQueueFull[] = "QUEUE_FULL";
 
-constexpr char kQueueFull[] = "the queue is full";
+// Bytes per element of an executor's reported compute type; 0 when it reports none (an executor
+// older than the report): the clamp then assumes the scheduler's --executor-precision.
+int ComputeBytes(const std::string& compute_precision) {
+  if (compute_precision == "fp32") return 4;
+  if (compute_precision == "bf16" || compute_precision == "fp16") return 2;
+  return 0;
+}
 
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -64,36 +59,46 @@ StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::Genera
     }
     ids.assign(encoded.begin(), encoded.end());
   }
-  if (ids.empty()) return InvalidArgumentError("prompt: encodes to no tokens");
+  // The request field at fault: the ids given, or the text / messages that encoded to these.
+  const std::string source = r.prompt_case() == v1::GenerateRequest::kText ? "text" : "chat.messages";
+  if (ids.empty()) return InvalidArgumentError("prompt: encodes to no tokens").WithField(source);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] >= config.embedding_size)
       return InvalidArgumentError("ids[" + std::to_string(i) + "]: token id " + std::to_string(ids[i]) +
-                                  " is outside the vocabulary [0, " + std::to_string(config.embedding_size) + ")");
+                                  " is outside the vocabulary [0, " + std::to_string(config.embedding_size) + ")")
+          .WithField(r.prompt_case() == v1::GenerateRequest::kIds ? "ids[" + std::to_string(i) + "]" : source);
   }
   return ids;
 }
 
 StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std::vector<ExecutorSnapshot>& executors,
                                                         const std::string& model) const {
-  // The largest budget of each kind among the healthy executors serving the model.
+  // The largest budget of each kind among the healthy executors serving the model, and the
+  // widest compute type they report (an fp32 executor needs more than a bf16 one).
   std::uint64_t accelerator_budget = 0, cpu_budget = 0;
+  int accelerator_bytes = 0, cpu_bytes = 0;
   bool have_accelerator = false, have_cpu = false;
   for (const auto& e : executors) {
     if (!e.healthy || std::find(e.models.begin(), e.models.end(), model) == e.models.end()) continue;
+    const int bytes = ComputeBytes(e.compute_precision);
     if (IsCpuDevice(e.device)) {
       have_cpu = true;
       cpu_budget = std::max(cpu_budget, e.budget_bytes);
+      cpu_bytes = std::max(cpu_bytes, bytes);
     } else {
       have_accelerator = true;
       accelerator_budget = std::max(accelerator_budget, e.budget_bytes);
+      accelerator_bytes = std::max(accelerator_bytes, bytes);
     }
   }
   if (!have_accelerator) {
     // One kind of executor (or none yet): fit the largest CPU budget, run anywhere.
     in.budget_bytes = cpu_budget;
+    in.compute_dtype_bytes = cpu_bytes;
     UNMASK_ASSIGN_OR_RETURN(ClampOutput out, clamp_(in));
     return Placement{std::move(out), ""};
   }
+  in.compute_dtype_bytes = accelerator_bytes;
   in.budget_bytes = accelerator_budget;
   auto on_accelerator = clamp_(in);
   if (on_accelerator.ok() || !have_cpu || on_accelerator.status().code() != StatusCode::kResourceExhausted) {
@@ -102,10 +107,12 @@ StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std
   }
   // Does not fit any GPU even at the minimum: a CPU executor takes it, clamped to its memory.
   in.budget_bytes = cpu_budget;
+  in.compute_dtype_bytes = cpu_bytes;
   auto on_cpu = clamp_(in);
   if (!on_cpu.ok()) {
     return ResourceExhaustedError(on_accelerator.status().message() + "; a CPU executor cannot take it either: " +
-                                  on_cpu.status().message());
+                                  on_cpu.status().message())
+        .WithReason(on_cpu.status().reason());
   }
   v1::Adjustment routed;
   routed.set_field("device");
@@ -127,24 +134,14 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   UNMASK_ASSIGN_OR_RETURN(auto prompt, EncodePrompt(r, config));
   UNMASK_RETURN_IF_ERROR(CheckPromptTokens(prompt.size(), options_.limits));
 
-  // Defaults first (what the official generate() would be called with), then the clamp.
-  ClampInput in{config, {}, r.params().sampler().empty() ? "reference" : r.params().sampler(),
-                static_cast<std::int64_t>(prompt.size()), 0, r.params().attention_query_chunk()};
-  auto& p = in.params;
-  p.gen_length = r.params().has_gen_length() ? r.params().gen_length() : options_.default_gen_length;
-  p.block_length = r.params().has_block_length() ? r.params().block_length()
-                                                  : std::min(options_.default_block_length, p.gen_length);
-  p.steps = r.params().has_steps() ? r.params().steps() : p.gen_length;
-  p.temperature = r.params().temperature();
-  p.cfg_scale = r.params().cfg_scale();
-  p.remasking = r.params().remasking() == v1::REMASKING_RANDOM ? sampler::Remasking::kRandom
-                                                                : sampler::Remasking::kLowConfidence;
-  p.mask_id = config.mask_token_id;
-  p.eos_id = config.eos_token_id;
-  p.eot_id = config.eot_token_id;
+  // The one conversion (defaults included) of every door, then the clamp.
+  ClampInput in{config, {}, static_cast<std::int64_t>(prompt.size()), 0, 0};
+  UNMASK_ASSIGN_OR_RETURN(in.params, generation::ParamsFromProto(r.params()));
+  generation::WithModelTokens(config, in.params);
   UNMASK_ASSIGN_OR_RETURN(Placement placed, Place(in, executors, r.model()));
   ClampOutput& out = placed.clamped;
-  UNMASK_RETURN_IF_ERROR(sampler::ValidateParams(out.params, config, in.prompt_length).WithContext("params"));
+  UNMASK_RETURN_IF_ERROR(
+      generation::UnderField("params", generation::ValidateParams(out.params, config, in.prompt_length)));
 
   // The caller's own job limit before the shared queue's: a key (or an anonymous client) at its
   // limit learns that first.
@@ -163,15 +160,16 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   }
   UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
   if (depth >= options_.max_queue)
-    return ResourceExhaustedError(std::string(kQueueFull) + " (" + std::to_string(depth) +
+    return ResourceExhaustedError("the queue is full (" + std::to_string(depth) +
                                   " jobs, the scheduler's --max-queue=" + std::to_string(options_.max_queue) +
-                                  "); try again later");
+                                  "); try again later")
+        .WithReason(kQueueFull, {{"limit", std::to_string(options_.max_queue)}});
 
   v1::StoredJob stored;
   v1::RunRequest& run = *stored.mutable_run();
   run.set_model_id(r.model());
   for (auto id : prompt) run.add_prompt_ids(id);
-  *run.mutable_params() = ToProto(out.params, out.sampler, out.attention_query_chunk, r.params());
+  *run.mutable_params() = generation::ParamsToProto(out.params);
   run.set_traceparent(traceparent);
   stored.set_partial_text(r.partial_text());
   v1::Accepted& accepted = *stored.mutable_accepted();
@@ -209,7 +207,7 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
 }
 
 bool IsQueueFull(const Status& status) {
-  return status.code() == StatusCode::kResourceExhausted && status.message().rfind(kQueueFull, 0) == 0;
+  return status.code() == StatusCode::kResourceExhausted && status.reason() == kQueueFull;
 }
 
 v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record) {

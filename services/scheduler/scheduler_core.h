@@ -10,7 +10,7 @@
 
 #include "common/auth/api_keys.h"
 #include "common/jobs/job_store.h"
-#include "common/sampler/generation_params.h"
+#include "common/generation/params.h"
 #include "services/scheduler/dispatch_policy.h"
 #include "services/scheduler/model_catalog.h"
 #include "services/scheduler/request_limits.h"
@@ -22,23 +22,18 @@ namespace unmask::scheduler {
 // will run and every change out.
 struct ClampInput {
   checkpoint::LladaConfig config;
-  sampler::GenerationParams params;
-  std::string sampler;  // mode name
+  generation::GenerationParams params;  // the sampler mode and the attention chunk included
   std::int64_t prompt_length = 0;
   std::uint64_t budget_bytes = 0;  // largest budget among the executors serving the model; 0 = unknown
-  std::int64_t attention_query_chunk = 0;  // 0 = full attention
+  int compute_dtype_bytes = 0;     // what those executors compute in (4 fp32, 2 bf16/fp16); 0 = unknown
 };
 struct ClampOutput {
-  sampler::GenerationParams params;
-  std::string sampler;
-  std::int64_t attention_query_chunk = 0;
+  generation::GenerationParams params;
   std::vector<v1::Adjustment> adjustments;
 };
 using Clamper = std::function<StatusOr<ClampOutput>(const ClampInput&)>;
 
 struct SchedulerOptions {
-  std::int64_t default_gen_length = 128;
-  std::int64_t default_block_length = 32;
   std::int64_t max_queue = 1000;
   std::shared_ptr<auth::ApiKeys> api_keys;  // null = no authentication (every caller is anonymous)
   RequestLimits limits;

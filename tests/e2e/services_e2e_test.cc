@@ -101,7 +101,8 @@ TEST(ServicesEndToEndTest, GenerateThroughTheWholeStackMatchesTheGoldenOutput) {
   // Bad input is refused naming the field; an unknown model is NOT_FOUND.
   r = stack.Cli(s, "generate --model tiny-llada --prompt-ids 1,2 --gen-length 12 --block-length 8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.out, HasSubstr("gen_length (12) must be divisible by block_length (8)"));
+  EXPECT_THAT(r.out, HasSubstr("params.block_length: must divide gen_length (12), got 8"));
+  EXPECT_THAT(r.out, HasSubstr("field: params.block_length"));
   r = stack.Cli(s, "generate --model nope --prompt-ids 1,2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.out, HasSubstr("'nope'"));

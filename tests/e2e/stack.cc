@@ -116,9 +116,9 @@ CliResult Stack::Cli(int scheduler, const std::string& args) const {
   return RunCli("--scheduler " + scheduler_address(scheduler) + " " + args);
 }
 
-CliResult RunCli(const std::string& args) {
+CliResult RunCommand(const std::string& command) {
   CliResult r;
-  const std::string cmd = std::string(CLI_BIN) + " " + args + " 2>&1";
+  const std::string cmd = command + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
   std::size_t n;
@@ -126,6 +126,15 @@ CliResult RunCli(const std::string& args) {
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+CliResult RunCli(const std::string& args) { return RunCommand(std::string(CLI_BIN) + " " + args); }
+
+int HttpPort(Process& scheduler) {
+  const std::string out = scheduler.output();
+  const std::string needle = "OpenAI-compatible HTTP on port ";
+  const auto at = out.find(needle);
+  return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + needle.size());
 }
 
 }  // namespace unmask::testing

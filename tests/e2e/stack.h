@@ -20,6 +20,11 @@ struct CliResult {
 // The unmask CLI with `args` (stdout and stderr together), e.g. loader commands that need no
 // scheduler.
 CliResult RunCli(const std::string& args);
+// Any command line, through the shell (stdout and stderr together).
+CliResult RunCommand(const std::string& command);
+// The port a scheduler started with --http-port 0 serves the OpenAI-compatible API on (from its
+// start-up log); -1 when it serves none.
+int HttpPort(Process& scheduler);
 
 class Stack {
  public:

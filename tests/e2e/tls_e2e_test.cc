@@ -47,10 +47,6 @@ std::string CliTls(const std::string& ca, const std::string& cert = "", const st
   return s + " ";
 }
 
-int HttpPort(Process& scheduler) {
-  return scheduler.WaitForPort("OpenAI-compatible HTTP on port", std::chrono::seconds(10));
-}
-
 httplib::Result HttpsGet(int port, const TestPki& pki, bool client_cert) {
   std::unique_ptr<httplib::SSLClient> client =
       client_cert ? std::make_unique<httplib::SSLClient>("127.0.0.1", port, pki.client_cert(), pki.client_key())

@@ -68,10 +68,10 @@ TEST(UnmaskEngineCliTest, BadInputExitsWithTwoAndNamesTheProblem) {
   EXPECT_THAT(r.out, HasSubstr("--prompt-ids '1,,2': element 1"));
   r = RunCommand(base + " --prompt-ids 1,2 --gen-length 12 --block-length 8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.out, HasSubstr("gen_length (12) must be divisible by block_length (8)"));
+  EXPECT_THAT(r.out, HasSubstr("--block-length: must divide gen_length (12), got 8"));
   r = RunCommand(base + " --prompt-ids 1 --remasking sideways");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.out, HasSubstr("remasking 'sideways'"));
+  EXPECT_THAT(r.out, HasSubstr("--remasking: 'sideways' is not one of low_confidence, random"));
   r = RunCommand(base + " --prompt-ids 1 --precision fp8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.out, HasSubstr("precision 'fp8'"));
@@ -113,10 +113,10 @@ TEST(UnmaskEngineCliTest, BadSamplerOptionsAreNamed) {
   EXPECT_THAT(r.out, HasSubstr("dual_cache+threshold"));  // what is accepted
   r = RunCommand(base + " --sampler threshold --threshold -1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.out, HasSubstr("threshold must be a finite number >= 0"));
+  EXPECT_THAT(r.out, HasSubstr("--threshold: must be in [0, 1], got -1"));
   r = RunCommand(base + " --sampler factor --factor 0");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.out, HasSubstr("factor must be a finite number > 0"));
+  EXPECT_THAT(r.out, HasSubstr("--factor: must be in (0, 1e+06], got 0"));
   r = RunCommand(base + " --threads -2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.out, HasSubstr("--threads"));

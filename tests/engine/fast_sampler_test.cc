@@ -545,8 +545,8 @@ TEST_F(FastSamplerTest, InvalidFastOptionsAreRefused) {
     auto r = Generate(SamplerMode::kDualCacheThreshold, *model_, Prompt(), Params(), o);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   }
-  EXPECT_THAT(ValidateFastOptions(zero_factor).message(), HasSubstr("factor must be a finite number > 0"));
-  EXPECT_THAT(ValidateFastOptions(negative_threshold).message(), HasSubstr("threshold must be a finite number >= 0"));
+  EXPECT_THAT(ValidateFastOptions(zero_factor).message(), HasSubstr("factor: must be a finite number > 0, got 0"));
+  EXPECT_THAT(ValidateFastOptions(negative_threshold).message(), HasSubstr("threshold: must be a finite number >= 0, got -0.1"));
 }
 
 TEST_F(FastSamplerTest, SeededSamplingIsReproducible) {

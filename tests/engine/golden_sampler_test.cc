@@ -45,13 +45,13 @@ TEST_P(GoldenSamplerTest, MatchesOfficialOutputAndUnmaskingOrder) {
   testing::ScopedGemmPath scoped(path);
   ASSERT_TRUE(scoped.ok());
   const json& c = (*golden_)["cases"][index];
-  sampler::GenerationParams p;
+  generation::GenerationParams p;
   p.steps = c["steps"];
   p.gen_length = c["gen_length"];
   p.block_length = c["block_length"];
   p.temperature = c["temperature"];
   p.cfg_scale = c["cfg_scale"];
-  p.remasking = *sampler::ParseRemasking(c["remasking"]);
+  p.remasking = *generation::ParseRemasking(c["remasking"]);
   p.logits_eos_inf = c["logits_eos_inf"];
   p.confidence_eos_eot_inf = c["confidence_eos_eot_inf"];
   p.seed = c["seed"];
@@ -67,7 +67,7 @@ TEST_P(GoldenSamplerTest, MatchesOfficialOutputAndUnmaskingOrder) {
       per_step.push_back(ev.positions);
       return true;
     };
-    auto result = via_registry ? sampler::Generate(sampler::SamplerMode::kReference, *model_, prompts, p, {}, on_step)
+    auto result = via_registry ? sampler::Generate(generation::SamplerMode::kReference, *model_, prompts, p, {}, on_step)
                                : sampler::ReferenceGenerate(*model_, prompts, p, on_step);
     ASSERT_TRUE(result.ok()) << result.status().ToString();
     EXPECT_EQ(result->output, c["output"].get<std::vector<std::vector<std::int64_t>>>());

@@ -35,7 +35,7 @@ TEST(SegmentModelTest, Bf16SegmentReproducesTheGoldenCasesInFp32) {
   const auto golden = nlohmann::json::parse(in);
   for (int index : {0, 6, 7}) {  // plain, classifier-free guidance, temperature
     const auto& c = golden["cases"][index];
-    sampler::GenerationParams p;
+    generation::GenerationParams p;
     p.steps = c["steps"];
     p.gen_length = c["gen_length"];
     p.block_length = c["block_length"];

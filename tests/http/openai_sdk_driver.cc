@@ -22,19 +22,9 @@
 #include "common/auth/api_key_file.h"
 #include "tests/e2e/stack.h"
 
-namespace {
-
-int HttpPort(unmask::testing::Process& scheduler) {
-  const std::string out = scheduler.output();
-  const std::string needle = "OpenAI-compatible HTTP on port ";
-  const auto at = out.find(needle);
-  return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + needle.size());
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
+  using unmask::testing::HttpPort;
   using unmask::testing::Stack;
   if (argc < 3) {
     std::cerr << "usage: openai_sdk_driver NODE TEST_FILE...\n";

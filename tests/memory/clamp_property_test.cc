@@ -1,52 +1,58 @@
 // Property-style checks over many asked requests: whatever is asked and whatever the budget,
-// a clamped request is one the samplers accept, fits (unless the policy is off), and every
-// change is reported. Links unmask_sampler for ValidateParams and the registry's mode names.
+// a clamped request is one the samplers accept (generation::ValidateParams, the samplers' own
+// check), fits (unless the policy is off), and every change is reported.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <ostream>
 #include <random>
 #include <vector>
 
+#include "common/generation/validate.h"
 #include "common/memory/clamp.h"
-#include "common/sampler/generation_params.h"
-#include "common/sampler/sampler_registry.h"
+
+namespace unmask::generation {
+// gtest prints a mode by its name.
+inline void PrintTo(SamplerMode mode, std::ostream* os) { *os << SamplerModeName(mode); }
+}  // namespace unmask::generation
 
 namespace unmask::memory {
 namespace {
 
 using checkpoint::LladaConfig;
+using generation::SamplerMode;
 
-TEST(SamplerKindNames, MatchTheSamplerRegistry) {
-  std::vector<std::string> registry;
-  for (sampler::SamplerMode mode : sampler::AllSamplerModes()) {
-    const std::string name = sampler::SamplerModeName(mode);
-    registry.push_back(name);
-    auto kind = SamplerKindOf(name);
-    ASSERT_TRUE(kind.ok()) << name;
-    sampler::CacheKind cache;
-    sampler::DecodeRule rule;
-    if (!sampler::FastModeOf(mode, &cache, &rule)) {
-      EXPECT_EQ(*kind, SamplerKind::kReference);
-      continue;
-    }
-    const SamplerKind expected = cache == sampler::CacheKind::kPrefix ? SamplerKind::kPrefixCache
-                                 : cache == sampler::CacheKind::kDual ? SamplerKind::kDualCache
-                                                                      : SamplerKind::kBlockLogits;
-    EXPECT_EQ(*kind, expected) << name;
-    // Changing the cache kind keeps the rule, as the registry spells it.
+// The memory model's view of a mode (its cache kind) is the one generation::FastModeOf gives,
+// and changing the cache kind keeps the decoding rule.
+TEST(SamplerKind, AgreesWithFastModeOfForEveryMode) {
+  auto kind_of_cache = [](generation::CacheKind cache) {
+    return cache == generation::CacheKind::kPrefix ? SamplerKind::kPrefixCache
+           : cache == generation::CacheKind::kDual ? SamplerKind::kDualCache
+                                                   : SamplerKind::kBlockLogits;
+  };
+  for (SamplerMode mode : generation::AllSamplerModes()) {
+    const std::string name = generation::SamplerModeName(mode);
+    generation::CacheKind cache = generation::CacheKind::kNone;
+    generation::DecodeRule rule = generation::DecodeRule::kSchedule;
+    const bool fast = generation::FastModeOf(mode, &cache, &rule);
+    EXPECT_EQ(fast, mode != SamplerMode::kReference) << name;
+    EXPECT_EQ(SamplerKindOf(mode), fast ? kind_of_cache(cache) : SamplerKind::kReference) << name;
+    EXPECT_TRUE(WithSamplerKind(mode, SamplerKind::kReference) == SamplerMode::kReference) << name;
     for (SamplerKind to : {SamplerKind::kBlockLogits, SamplerKind::kPrefixCache, SamplerKind::kDualCache}) {
-      auto mode_to = sampler::ParseSamplerMode(WithSamplerKind(name, to));
-      ASSERT_TRUE(mode_to.ok()) << WithSamplerKind(name, to);
-      sampler::CacheKind c2;
-      sampler::DecodeRule r2;
-      ASSERT_TRUE(sampler::FastModeOf(*mode_to, &c2, &r2));
-      EXPECT_EQ(r2, rule) << name;
+      const SamplerMode changed = WithSamplerKind(mode, to);
+      generation::CacheKind c2;
+      generation::DecodeRule r2;
+      ASSERT_TRUE(generation::FastModeOf(changed, &c2, &r2)) << name << " -> " << SamplerKindName(to);
+      EXPECT_EQ(kind_of_cache(c2), to) << name << " -> " << generation::SamplerModeName(changed);
+      EXPECT_EQ(SamplerKindOf(changed), to) << name << " -> " << generation::SamplerModeName(changed);
+      EXPECT_TRUE(r2 == rule) << name << " -> " << generation::SamplerModeName(changed);  // the reference's: schedule
     }
   }
-  EXPECT_EQ(registry, SamplerModeNames());
   for (const char* alias : {"block_logits+threshold", "block_logits+factor"}) {
-    EXPECT_TRUE(sampler::ParseSamplerMode(alias).ok());
-    EXPECT_EQ(*SamplerKindOf(alias), SamplerKind::kBlockLogits);
+    auto mode = generation::ParseSamplerMode(alias);
+    ASSERT_TRUE(mode.ok()) << alias;
+    EXPECT_EQ(SamplerKindOf(*mode), SamplerKind::kBlockLogits);
   }
 }
 
@@ -71,13 +77,8 @@ LladaConfig Config(int which) {
   return c;
 }
 
-sampler::GenerationParams ToParams(const GenerationRequest& r, const LladaConfig& c) {
-  sampler::GenerationParams p;
-  p.steps = r.steps;
-  p.gen_length = r.gen_length;
-  p.block_length = r.block_length;
-  p.temperature = r.temperature;
-  p.cfg_scale = r.cfg_scale;
+generation::GenerationParams ToParams(const GenerationRequest& r, const LladaConfig& c) {
+  generation::GenerationParams p = r.params;
   p.mask_id = c.mask_token_id;
   p.eos_id = c.eos_token_id;
   p.eot_id = c.eot_token_id;
@@ -92,18 +93,18 @@ std::string Str(double v) {
 
 // The value of `field` in `r` as Clamp spells it.
 std::string FieldValue(const GenerationRequest& r, const std::string& field) {
-  if (field == "gen_length") return std::to_string(r.gen_length);
-  if (field == "block_length") return std::to_string(r.block_length);
-  if (field == "steps") return std::to_string(r.steps);
-  if (field == "sampler") return r.sampler;
-  if (field == "attention_query_chunk") return std::to_string(r.attention_query_chunk);
-  if (field == "temperature") return Str(r.temperature);
-  if (field == "cfg_scale") return Str(r.cfg_scale);
+  if (field == "gen_length") return std::to_string(r.params.gen_length);
+  if (field == "block_length") return std::to_string(r.params.block_length);
+  if (field == "steps") return std::to_string(r.params.steps);
+  if (field == "sampler") return generation::SamplerModeName(r.params.sampler);
+  if (field == "attention_query_chunk") return std::to_string(r.params.attention_query_chunk);
+  if (field == "temperature") return Str(r.params.temperature);
+  if (field == "cfg_scale") return Str(r.params.cfg_scale);
   return "?";
 }
 
 std::uint64_t Needs(const LladaConfig& config, const GenerationRequest& r, std::uint64_t weights) {
-  RequestShape s = *ShapeOf(r);
+  RequestShape s = ShapeOf(r);
   s.weights_bytes = weights;
   return EstimateRequest(config, s).total();
 }
@@ -111,8 +112,8 @@ std::uint64_t Needs(const LladaConfig& config, const GenerationRequest& r, std::
 TEST(ClampProperty, EveryResultIsValidFitsAndIsFullyReported) {
   std::mt19937_64 rng(20240607);
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  std::vector<std::string> samplers = SamplerModeNames();
-  samplers.push_back("block_logits+threshold");
+  std::vector<SamplerMode> samplers = generation::AllSamplerModes();
+  samplers.push_back(*generation::ParseSamplerMode("block_logits+threshold"));  // as the alias's name parses
   const std::vector<std::string> fields = {"gen_length", "block_length", "steps", "sampler",
                                            "attention_query_chunk", "temperature", "cfg_scale"};
   std::uint64_t weight_bytes[3][2];
@@ -131,30 +132,30 @@ TEST(ClampProperty, EveryResultIsValidFitsAndIsFullyReported) {
     do asked.prompt_length = prompts[pick(0, 8)];
     while (asked.prompt_length >= config.max_sequence_length || asked.prompt_length < 0);
     const std::int64_t blocks = pick(1, 16);
-    asked.block_length = pick(0, 1) ? (std::int64_t{1} << pick(0, 8)) : pick(1, 160);
-    asked.gen_length = blocks * asked.block_length;
-    asked.steps = blocks * pick(1, asked.block_length);
-    asked.temperature = pick(0, 1) ? 0.0 : 0.25 * static_cast<double>(pick(1, 8));
-    asked.cfg_scale = pick(0, 2) ? 0.0 : 0.5 * static_cast<double>(pick(1, 6));
-    asked.sampler = samplers[pick(0, static_cast<std::int64_t>(samplers.size()) - 1)];
+    asked.params.block_length = pick(0, 1) ? (std::int64_t{1} << pick(0, 8)) : pick(1, 160);
+    asked.params.gen_length = blocks * asked.params.block_length;
+    asked.params.steps = blocks * pick(1, asked.params.block_length);
+    asked.params.temperature = pick(0, 1) ? 0.0 : 0.25 * static_cast<double>(pick(1, 8));
+    asked.params.cfg_scale = pick(0, 2) ? 0.0 : 0.5 * static_cast<double>(pick(1, 6));
+    asked.params.sampler = samplers[pick(0, static_cast<std::int64_t>(samplers.size()) - 1)];
     asked.compute_dtype_bytes = pick(0, 1) ? 2 : 4;
     const std::int64_t chunks[] = {0, 0, 16, 100, 512};
-    asked.attention_query_chunk = chunks[pick(0, 4)];
+    asked.params.attention_query_chunk = chunks[pick(0, 4)];
     const ClampPolicy policy = static_cast<ClampPolicy>(pick(0, 2));
     const double log_extra = std::uniform_real_distribution<double>(std::log(1e6), std::log(2e11))(rng);
     const std::uint64_t budget = weights + static_cast<std::uint64_t>(std::exp(log_extra)) - (pick(0, 9) ? 0 : weights / 2);
 
     SCOPED_TRACE("iter " + std::to_string(iter) + " config " + std::to_string(which) + " policy " +
                  ClampPolicyName(policy) + " prompt " + std::to_string(asked.prompt_length) + " gen " +
-                 std::to_string(asked.gen_length) + " block " + std::to_string(asked.block_length) + " steps " +
-                 std::to_string(asked.steps) + " sampler " + asked.sampler + " budget " + std::to_string(budget));
-    const bool over_long = asked.prompt_length + asked.gen_length > config.max_sequence_length;
+                 std::to_string(asked.params.gen_length) + " block " + std::to_string(asked.params.block_length) +
+                 " steps " + std::to_string(asked.params.steps) + " sampler " +
+                 generation::SamplerModeName(asked.params.sampler) + " budget " + std::to_string(budget));
+    const bool over_long = asked.prompt_length + asked.params.gen_length > config.max_sequence_length;
     // The floor below which gen_length is never cut: 16, or less when the asked (or the
     // length-limited: the largest multiple of the block in the room left) gen_length is shorter.
     const std::int64_t room = config.max_sequence_length - asked.prompt_length;
-    const std::int64_t limited = !over_long ? asked.gen_length
-                                 : asked.block_length <= room ? room / asked.block_length * asked.block_length
-                                                              : room;
+    const std::int64_t block = asked.params.block_length;
+    const std::int64_t limited = !over_long ? asked.params.gen_length : block <= room ? room / block * block : room;
     const std::int64_t floor = std::min<std::int64_t>(limited, 16);
     auto result = Clamp(config, asked, budget, weights, policy);
     if (!result.ok()) {
@@ -167,13 +168,13 @@ TEST(ClampProperty, EveryResultIsValidFitsAndIsFullyReported) {
       ++exhausted;
       // Refused only when the frugal minimum really does not fit.
       GenerationRequest least = asked;
-      least.gen_length = floor;
-      least.block_length = 1;
-      least.steps = least.gen_length;
+      least.params.gen_length = floor;
+      least.params.block_length = 1;
+      least.params.steps = least.params.gen_length;
       if (policy == ClampPolicy::kExtreme) {
-        least.sampler = WithSamplerKind(asked.sampler, SamplerKind::kBlockLogits);
-        least.attention_query_chunk = 16;
-        least.temperature = least.cfg_scale = 0;
+        least.params.sampler = WithSamplerKind(asked.params.sampler, SamplerKind::kBlockLogits);
+        least.params.attention_query_chunk = 16;
+        least.params.temperature = least.params.cfg_scale = 0;
       }
       EXPECT_GT(Needs(config, least, weights), budget);
       EXPECT_NE(result.status().message().find(std::to_string(budget) + " bytes"), std::string::npos);
@@ -182,16 +183,17 @@ TEST(ClampProperty, EveryResultIsValidFitsAndIsFullyReported) {
     ++ok;
     const GenerationRequest& got = result->applied;
     // The samplers accept it.
-    const Status valid = sampler::ValidateParams(ToParams(got, config), config, got.prompt_length);
+    const Status valid = generation::ValidateParams(ToParams(got, config), config, got.prompt_length);
     EXPECT_TRUE(valid.ok()) << valid.ToString();
-    EXPECT_TRUE(sampler::ParseSamplerMode(got.sampler).ok()) << got.sampler;
+    const auto named = generation::ParseSamplerMode(generation::SamplerModeName(got.params.sampler));
+    EXPECT_TRUE(named.ok() && *named == got.params.sampler) << generation::SamplerModeName(got.params.sampler);
     // What Clamp never changes.
     EXPECT_EQ(got.batch, asked.batch);
     EXPECT_EQ(got.prompt_length, asked.prompt_length);
     EXPECT_EQ(got.compute_dtype_bytes, asked.compute_dtype_bytes);
-    EXPECT_LE(got.gen_length, asked.gen_length);
-    EXPECT_LE(got.block_length, asked.block_length);
-    EXPECT_GE(got.gen_length, floor);
+    EXPECT_LE(got.params.gen_length, asked.params.gen_length);
+    EXPECT_LE(got.params.block_length, asked.params.block_length);
+    EXPECT_GE(got.params.gen_length, floor);
     // The estimate is the applied request's.
     EXPECT_EQ(result->estimate.total(), Needs(config, got, weights));
     if (policy == ClampPolicy::kOff) {
@@ -200,16 +202,16 @@ TEST(ClampProperty, EveryResultIsValidFitsAndIsFullyReported) {
       if (!result->fits) {
         EXPECT_EQ(result->adjustments[0].field, "memory");
       }
-      EXPECT_EQ(got.gen_length, asked.gen_length);
+      EXPECT_EQ(got.params.gen_length, asked.params.gen_length);
       continue;
     }
     EXPECT_TRUE(result->fits);
     EXPECT_LE(result->estimate.total(), budget);
     if (policy == ClampPolicy::kStandard) {
-      EXPECT_EQ(got.sampler, asked.sampler);
-      EXPECT_EQ(got.temperature, asked.temperature);
-      EXPECT_EQ(got.cfg_scale, asked.cfg_scale);
-      EXPECT_EQ(got.attention_query_chunk, asked.attention_query_chunk);
+      EXPECT_EQ(got.params.sampler, asked.params.sampler);
+      EXPECT_EQ(got.params.temperature, asked.params.temperature);
+      EXPECT_EQ(got.params.cfg_scale, asked.params.cfg_scale);
+      EXPECT_EQ(got.params.attention_query_chunk, asked.params.attention_query_chunk);
     }
     // Every change is reported once, with what was asked and what runs; nothing else is.
     for (const std::string& field : fields) {
@@ -224,10 +226,11 @@ TEST(ClampProperty, EveryResultIsValidFitsAndIsFullyReported) {
       const bool changed = FieldValue(asked, field) != FieldValue(got, field);
       EXPECT_EQ(entries, changed ? 1 : 0) << field;
     }
-    EXPECT_EQ(result->adjustments.size() > 0, !(got.gen_length == asked.gen_length && got.block_length == asked.block_length &&
-                                                got.steps == asked.steps && got.sampler == asked.sampler &&
-                                                got.temperature == asked.temperature && got.cfg_scale == asked.cfg_scale &&
-                                                got.attention_query_chunk == asked.attention_query_chunk));
+    const generation::GenerationParams &g = got.params, &a = asked.params;
+    EXPECT_EQ(result->adjustments.size() > 0,
+              !(g.gen_length == a.gen_length && g.block_length == a.block_length && g.steps == a.steps &&
+                g.sampler == a.sampler && g.temperature == a.temperature && g.cfg_scale == a.cfg_scale &&
+                g.attention_query_chunk == a.attention_query_chunk));
     if (!result->adjustments.empty()) ++clamped;
   }
   // The loop covers all outcomes.

@@ -2,12 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <set>
+
+namespace unmask::generation {
+// gtest prints a mode by its name.
+inline void PrintTo(SamplerMode mode, std::ostream* os) { *os << SamplerModeName(mode); }
+}  // namespace unmask::generation
 
 namespace unmask::memory {
 namespace {
 
 using checkpoint::LladaConfig;
+using generation::SamplerMode;
 
 LladaConfig SmallConfig() {
   LladaConfig c;
@@ -19,19 +26,19 @@ LladaConfig SmallConfig() {
 }
 
 GenerationRequest Ask(std::int64_t prompt, std::int64_t gen, std::int64_t block, std::int64_t steps,
-                      const std::string& sampler = "reference") {
+                      SamplerMode sampler = SamplerMode::kReference) {
   GenerationRequest r;
   r.prompt_length = prompt;
-  r.gen_length = gen;
-  r.block_length = block;
-  r.steps = steps;
-  r.sampler = sampler;
+  r.params.gen_length = gen;
+  r.params.block_length = block;
+  r.params.steps = steps;
+  r.params.sampler = sampler;
   return r;
 }
 
 // Everything the request needs with these weights: the budget at which it just fits.
 std::uint64_t Needs(const LladaConfig& config, const GenerationRequest& r, std::uint64_t weights) {
-  RequestShape s = *ShapeOf(r);
+  RequestShape s = ShapeOf(r);
   s.weights_bytes = weights;
   return EstimateRequest(config, s).total();
 }
@@ -51,14 +58,14 @@ const Adjustment* Find(const ClampResult& r, const std::string& field) {
 void ExpectSame(const GenerationRequest& a, const GenerationRequest& b) {
   EXPECT_EQ(a.batch, b.batch);
   EXPECT_EQ(a.prompt_length, b.prompt_length);
-  EXPECT_EQ(a.gen_length, b.gen_length);
-  EXPECT_EQ(a.block_length, b.block_length);
-  EXPECT_EQ(a.steps, b.steps);
-  EXPECT_EQ(a.temperature, b.temperature);
-  EXPECT_EQ(a.cfg_scale, b.cfg_scale);
-  EXPECT_EQ(a.sampler, b.sampler);
+  EXPECT_EQ(a.params.gen_length, b.params.gen_length);
+  EXPECT_EQ(a.params.block_length, b.params.block_length);
+  EXPECT_EQ(a.params.steps, b.params.steps);
+  EXPECT_EQ(a.params.temperature, b.params.temperature);
+  EXPECT_EQ(a.params.cfg_scale, b.params.cfg_scale);
+  EXPECT_EQ(a.params.sampler, b.params.sampler);
   EXPECT_EQ(a.compute_dtype_bytes, b.compute_dtype_bytes);
-  EXPECT_EQ(a.attention_query_chunk, b.attention_query_chunk);
+  EXPECT_EQ(a.params.attention_query_chunk, b.params.attention_query_chunk);
 }
 
 constexpr std::uint64_t kWeights = 1ull << 30;
@@ -78,8 +85,8 @@ TEST(ClampPolicy, ParsesTheThreeNames) {
 TEST(Clamp, ARequestThatFitsIsUntouchedUnderEveryPolicy) {
   const LladaConfig config = SmallConfig();
   GenerationRequest asked = Ask(32, 256, 32, 256);
-  asked.temperature = 0.8;
-  asked.cfg_scale = 1.0;
+  asked.params.temperature = 0.8;
+  asked.params.cfg_scale = 1.0;
   const std::uint64_t budget = Needs(config, asked, kWeights);
   for (ClampPolicy p : kPolicies) {
     auto r = Clamp(config, asked, budget, kWeights, p);
@@ -116,9 +123,9 @@ TEST(Clamp, OverLongRequestsAreCutToMaxSequenceLength) {
   for (ClampPolicy p : {ClampPolicy::kStandard, ClampPolicy::kExtreme}) {
     auto r = Clamp(SmallConfig(), Ask(4000, 256, 32, 256), ~0ull, 0, p);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(r->applied.gen_length, 96);  // the largest multiple of 32 in the 96 tokens left
-    EXPECT_EQ(r->applied.block_length, 32);
-    EXPECT_EQ(r->applied.steps, 96);
+    EXPECT_EQ(r->applied.params.gen_length, 96);  // the largest multiple of 32 in the 96 tokens left
+    EXPECT_EQ(r->applied.params.block_length, 32);
+    EXPECT_EQ(r->applied.params.steps, 96);
     EXPECT_EQ(Fields(*r), (std::set<std::string>{"gen_length", "steps"}));
     const Adjustment* gen = Find(*r, "gen_length");
     EXPECT_EQ(gen->asked, "256");
@@ -129,9 +136,9 @@ TEST(Clamp, OverLongRequestsAreCutToMaxSequenceLength) {
   // A block longer than the room left: one block of what is left.
   auto r = Clamp(SmallConfig(), Ask(4000, 256, 128, 128), ~0ull, 0, ClampPolicy::kStandard);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->applied.gen_length, 96);
-  EXPECT_EQ(r->applied.block_length, 96);
-  EXPECT_EQ(r->applied.steps, 48);  // half a step per token, as asked
+  EXPECT_EQ(r->applied.params.gen_length, 96);
+  EXPECT_EQ(r->applied.params.block_length, 96);
+  EXPECT_EQ(r->applied.params.steps, 48);  // half a step per token, as asked
   EXPECT_EQ(Fields(*r), (std::set<std::string>{"gen_length", "block_length", "steps"}));
 }
 
@@ -140,17 +147,17 @@ TEST(Clamp, StandardTakesTheLargestMultipleOfTheBlockThatFits) {
   GenerationRequest asked = Ask(128, 1024, 64, 1024);
   asked.compute_dtype_bytes = 2;
   GenerationRequest at512 = asked;
-  at512.gen_length = 512;
-  at512.steps = 512;
+  at512.params.gen_length = 512;
+  at512.params.steps = 512;
   const std::uint64_t budget = Needs(config, at512, kWeights) + 1000;
   auto r = Clamp(config, asked, budget, kWeights, ClampPolicy::kStandard);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->applied.gen_length, 512);
-  EXPECT_EQ(r->applied.block_length, 64);
-  EXPECT_EQ(r->applied.steps, 512);
+  EXPECT_EQ(r->applied.params.gen_length, 512);
+  EXPECT_EQ(r->applied.params.block_length, 64);
+  EXPECT_EQ(r->applied.params.steps, 512);
   EXPECT_LE(r->estimate.total(), budget);
   GenerationRequest next = r->applied;
-  next.gen_length += 64;
+  next.params.gen_length += 64;
   EXPECT_GT(Needs(config, next, kWeights), budget);  // one more block would not fit
   EXPECT_EQ(Fields(*r), (std::set<std::string>{"gen_length", "steps"}));
   const Adjustment* gen = Find(*r, "gen_length");
@@ -164,26 +171,26 @@ TEST(Clamp, StepsKeepTheAskedStepsPerToken) {
   const LladaConfig config = SmallConfig();
   const GenerationRequest asked = Ask(32, 256, 32, 128);  // 16 steps per block of 32
   GenerationRequest half = asked;
-  half.gen_length = 128;
-  half.steps = 64;
+  half.params.gen_length = 128;
+  half.params.steps = 64;
   auto r = Clamp(config, asked, Needs(config, half, kWeights), kWeights, ClampPolicy::kStandard);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->applied.gen_length, 128);
-  EXPECT_EQ(r->applied.steps, 64);
+  EXPECT_EQ(r->applied.params.gen_length, 128);
+  EXPECT_EQ(r->applied.params.steps, 64);
   EXPECT_EQ(Find(*r, "steps")->applied, "64");
 }
 
 TEST(Clamp, StandardShrinksTheBlockOfAFastModeBeforeTheLength) {
   const LladaConfig config = SmallConfig();
-  const GenerationRequest asked = Ask(32, 256, 256, 256, "block_logits");
+  const GenerationRequest asked = Ask(32, 256, 256, 256, SamplerMode::kBlockLogits);
   GenerationRequest smaller = asked;
-  smaller.block_length = 64;
+  smaller.params.block_length = 64;
   const std::uint64_t budget = Needs(config, smaller, kWeights);
   auto r = Clamp(config, asked, budget, kWeights, ClampPolicy::kStandard);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->applied.gen_length, 256);  // logits rows were the problem, not the length
-  EXPECT_EQ(r->applied.block_length, 64);
-  EXPECT_EQ(r->applied.steps, 256);
+  EXPECT_EQ(r->applied.params.gen_length, 256);  // logits rows were the problem, not the length
+  EXPECT_EQ(r->applied.params.block_length, 64);
+  EXPECT_EQ(r->applied.params.steps, 256);
   EXPECT_EQ(Fields(*r), (std::set<std::string>{"block_length"}));
   EXPECT_NE(Find(*r, "block_length")->reason.find("not even one block of 256"), std::string::npos);
 }
@@ -191,17 +198,17 @@ TEST(Clamp, StandardShrinksTheBlockOfAFastModeBeforeTheLength) {
 TEST(Clamp, StandardChangesOnlyLengths) {
   const LladaConfig config = SmallConfig();
   GenerationRequest asked = Ask(32, 512, 32, 512);
-  asked.temperature = 1.0;
-  asked.cfg_scale = 2.0;
-  asked.attention_query_chunk = 0;
+  asked.params.temperature = 1.0;
+  asked.params.cfg_scale = 2.0;
+  asked.params.attention_query_chunk = 0;
   const std::uint64_t budget = Needs(config, asked, kWeights) / 3 + kWeights;
   auto r = Clamp(config, asked, budget, kWeights, ClampPolicy::kStandard);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LT(r->applied.gen_length, 512);
-  EXPECT_EQ(r->applied.sampler, "reference");
-  EXPECT_EQ(r->applied.temperature, 1.0);
-  EXPECT_EQ(r->applied.cfg_scale, 2.0);
-  EXPECT_EQ(r->applied.attention_query_chunk, 0);
+  EXPECT_LT(r->applied.params.gen_length, 512);
+  EXPECT_EQ(r->applied.params.sampler, SamplerMode::kReference);
+  EXPECT_EQ(r->applied.params.temperature, 1.0);
+  EXPECT_EQ(r->applied.params.cfg_scale, 2.0);
+  EXPECT_EQ(r->applied.params.attention_query_chunk, 0);
   EXPECT_LE(r->estimate.total(), budget);
 }
 
@@ -218,6 +225,9 @@ TEST(Clamp, ResourceExhaustedWhenEvenTheMinimumDoesNotFit) {
     EXPECT_NE(m.find("needs"), std::string::npos) << m;
     EXPECT_NE(m.find("gen_length 16"), std::string::npos) << m;  // the default floor
     EXPECT_EQ(m.find("weights alone"), std::string::npos) << m;
+    // Programs tell it apart by its reason (HTTP 503 does_not_fit), not by this text.
+    EXPECT_EQ(r.status().reason(), "DOES_NOT_FIT");
+    EXPECT_EQ(r.status().detail()->metadata.at("budget_bytes"), std::to_string(budget));
   }
   auto r = Clamp(config, Ask(32, 256, 32, 256), kWeights - 1, kWeights, ClampPolicy::kExtreme);
   ASSERT_FALSE(r.ok());
@@ -237,28 +247,28 @@ TEST(Clamp, NeverBelowTheMinimumGenLength) {
   options.min_gen_length = 8;
   auto r = Clamp(config, asked, budget, kWeights, ClampPolicy::kStandard, options);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->applied.gen_length, 12);  // no multiple of 32 fits: the longest length, one block
-  EXPECT_EQ(r->applied.block_length, 12);
-  EXPECT_EQ(r->applied.steps, 12);
+  EXPECT_EQ(r->applied.params.gen_length, 12);  // no multiple of 32 fits: the longest length, one block
+  EXPECT_EQ(r->applied.params.block_length, 12);
+  EXPECT_EQ(r->applied.params.steps, 12);
   // A request shorter than the floor is never made longer, only refused or kept.
   auto short_ok = Clamp(config, tiny, budget, kWeights, ClampPolicy::kStandard);
   ASSERT_TRUE(short_ok.ok());
-  EXPECT_EQ(short_ok->applied.gen_length, 12);
+  EXPECT_EQ(short_ok->applied.params.gen_length, 12);
 }
 
 TEST(Clamp, ExtremeSwitchesToACacheModeWhereStandardMustCut) {
   const LladaConfig config = SmallConfig();
   const GenerationRequest asked = Ask(8, 256, 32, 256);
   GenerationRequest dual = asked;
-  dual.sampler = "dual_cache";
+  dual.params.sampler = SamplerMode::kDualCache;
   const std::uint64_t budget = Needs(config, dual, kWeights);
   auto standard = Clamp(config, asked, budget, kWeights, ClampPolicy::kStandard);
   ASSERT_TRUE(standard.ok());
-  EXPECT_LT(standard->applied.gen_length, 256);
+  EXPECT_LT(standard->applied.params.gen_length, 256);
   auto extreme = Clamp(config, asked, budget, kWeights, ClampPolicy::kExtreme);
   ASSERT_TRUE(extreme.ok()) << extreme.status().ToString();
-  EXPECT_EQ(extreme->applied.gen_length, 256);
-  EXPECT_EQ(extreme->applied.sampler, "dual_cache");
+  EXPECT_EQ(extreme->applied.params.gen_length, 256);
+  EXPECT_EQ(extreme->applied.params.sampler, SamplerMode::kDualCache);
   EXPECT_EQ(Fields(*extreme), (std::set<std::string>{"sampler"}));
   EXPECT_EQ(Find(*extreme, "sampler")->asked, "reference");
   EXPECT_NE(Find(*extreme, "sampler")->reason.find("current block only"), std::string::npos);
@@ -267,24 +277,24 @@ TEST(Clamp, ExtremeSwitchesToACacheModeWhereStandardMustCut) {
 
 TEST(Clamp, ExtremeFallsBackToBlockLogitsAndKeepsTheDecodingRule) {
   const LladaConfig config = SmallConfig();
-  const GenerationRequest asked = Ask(32, 256, 32, 256, "prefix_cache+factor");
+  const GenerationRequest asked = Ask(32, 256, 32, 256, SamplerMode::kPrefixCacheFactor);
   GenerationRequest nocache = asked;
-  nocache.sampler = "factor";
+  nocache.params.sampler = SamplerMode::kFactor;
   const std::uint64_t budget = Needs(config, nocache, kWeights);
   ASSERT_LT(budget, Needs(config, asked, kWeights));
   auto r = Clamp(config, asked, budget, kWeights, ClampPolicy::kExtreme);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->applied.sampler, "factor");
-  EXPECT_EQ(r->applied.gen_length, 256);
+  EXPECT_EQ(r->applied.params.sampler, SamplerMode::kFactor);
+  EXPECT_EQ(r->applied.params.gen_length, 256);
 }
 
 TEST(Clamp, ExtremeChunksAttentionWhereStandardCannotHelp) {
   // A long prompt: attention scores dominate and a shorter answer barely changes them.
   const LladaConfig config = LladaConfig();
-  GenerationRequest asked = Ask(3072, 64, 32, 64, "dual_cache");
+  GenerationRequest asked = Ask(3072, 64, 32, 64, SamplerMode::kDualCache);
   asked.compute_dtype_bytes = 2;
   GenerationRequest chunked = asked;
-  chunked.attention_query_chunk = 256;
+  chunked.params.attention_query_chunk = 256;
   const std::uint64_t budget = Needs(config, chunked, kWeights);
   auto standard = Clamp(config, asked, budget, kWeights, ClampPolicy::kStandard);
   ASSERT_FALSE(standard.ok());
@@ -292,40 +302,40 @@ TEST(Clamp, ExtremeChunksAttentionWhereStandardCannotHelp) {
   auto r = Clamp(config, asked, budget, kWeights, ClampPolicy::kExtreme);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // The largest power of two that fits (the MLP, not the scores, may then be the peak).
-  const std::int64_t chunk = r->applied.attention_query_chunk;
+  const std::int64_t chunk = r->applied.params.attention_query_chunk;
   EXPECT_GE(chunk, 256);
   EXPECT_EQ(chunk & (chunk - 1), 0);
   GenerationRequest twice = r->applied;
-  twice.attention_query_chunk = 2 * chunk;
+  twice.params.attention_query_chunk = 2 * chunk;
   EXPECT_GT(Needs(config, twice, kWeights), budget);
   EXPECT_LE(r->estimate.total(), budget);
-  EXPECT_EQ(r->applied.gen_length, 64);
-  EXPECT_EQ(r->applied.sampler, "dual_cache");
+  EXPECT_EQ(r->applied.params.gen_length, 64);
+  EXPECT_EQ(r->applied.params.sampler, SamplerMode::kDualCache);
   EXPECT_EQ(Fields(*r), (std::set<std::string>{"attention_query_chunk"}));
   EXPECT_EQ(Find(*r, "attention_query_chunk")->asked, "0");
 }
 
 TEST(Clamp, ExtremeDropsNoiseBeforeGuidanceAndOnlyWhatIsNeeded) {
   const LladaConfig config = SmallConfig();
-  GenerationRequest asked = Ask(32, 128, 32, 128, "block_logits");
-  asked.temperature = 1.0;
-  asked.cfg_scale = 2.0;
+  GenerationRequest asked = Ask(32, 128, 32, 128, SamplerMode::kBlockLogits);
+  asked.params.temperature = 1.0;
+  asked.params.cfg_scale = 2.0;
   GenerationRequest greedy = asked;
-  greedy.temperature = 0;
+  greedy.params.temperature = 0;
   auto r = Clamp(config, asked, Needs(config, greedy, kWeights), kWeights, ClampPolicy::kExtreme);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->applied.temperature, 0);
-  EXPECT_EQ(r->applied.cfg_scale, 2.0);
-  EXPECT_EQ(r->applied.gen_length, 128);
+  EXPECT_EQ(r->applied.params.temperature, 0);
+  EXPECT_EQ(r->applied.params.cfg_scale, 2.0);
+  EXPECT_EQ(r->applied.params.gen_length, 128);
   EXPECT_EQ(Fields(*r), (std::set<std::string>{"temperature"}));
   EXPECT_EQ(Find(*r, "temperature")->asked, "1");
 
   GenerationRequest plain = greedy;
-  plain.cfg_scale = 0;
+  plain.params.cfg_scale = 0;
   r = Clamp(config, asked, Needs(config, plain, kWeights), kWeights, ClampPolicy::kExtreme);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Fields(*r), (std::set<std::string>{"temperature", "cfg_scale"}));
-  EXPECT_EQ(r->applied.gen_length, 128);
+  EXPECT_EQ(r->applied.params.gen_length, 128);
 }
 
 TEST(Clamp, ExtremeFitsTheSeedsSmallGpuSetting) {
@@ -335,8 +345,8 @@ TEST(Clamp, ExtremeFitsTheSeedsSmallGpuSetting) {
   const std::uint64_t budget = 10ull << 30;
   GenerationRequest asked = Ask(512, 2048, 32, 2048);
   asked.compute_dtype_bytes = 2;
-  asked.temperature = 0.5;
-  asked.cfg_scale = 1.0;
+  asked.params.temperature = 0.5;
+  asked.params.cfg_scale = 1.0;
   auto standard = Clamp(config, asked, budget, weights, ClampPolicy::kStandard);
   auto extreme = Clamp(config, asked, budget, weights, ClampPolicy::kExtreme);
   ASSERT_TRUE(standard.ok()) << standard.status().ToString();
@@ -344,8 +354,8 @@ TEST(Clamp, ExtremeFitsTheSeedsSmallGpuSetting) {
   EXPECT_LE(standard->estimate.total(), budget);
   EXPECT_LE(extreme->estimate.total(), budget);
   // Extreme keeps more of the answer by computing less per token.
-  EXPECT_GT(extreme->applied.gen_length, standard->applied.gen_length);
-  EXPECT_NE(extreme->applied.sampler, "reference");
+  EXPECT_GT(extreme->applied.params.gen_length, standard->applied.params.gen_length);
+  EXPECT_NE(extreme->applied.params.sampler, SamplerMode::kReference);
   for (const auto& a : extreme->adjustments) {
     EXPECT_FALSE(a.reason.empty()) << a.field;
     EXPECT_NE(a.asked, a.applied) << a.field;
@@ -354,26 +364,32 @@ TEST(Clamp, ExtremeFitsTheSeedsSmallGpuSetting) {
 
 TEST(Clamp, RefusesMalformedRequests) {
   const LladaConfig config = SmallConfig();
-  auto expect_invalid = [&](const GenerationRequest& r, const std::string& needle) {
+  auto expect_invalid = [&](const GenerationRequest& r, const std::string& field, const std::string& needle) {
     auto c = Clamp(config, r, ~0ull, 0, ClampPolicy::kStandard);
     ASSERT_FALSE(c.ok()) << needle;
     EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(c.status().field(), field) << c.status().message();
     EXPECT_NE(c.status().message().find(needle), std::string::npos) << c.status().message();
   };
-  expect_invalid(Ask(10, 100, 32, 100), "divisible by block_length");
-  expect_invalid(Ask(10, 128, 32, 6), "number of blocks");
-  expect_invalid(Ask(10, 128, 32, 256), "<= gen_length");
-  expect_invalid(Ask(10, 128, 32, 128, "fastest"), "dual_cache");
-  expect_invalid(Ask(4096, 16, 16, 16), "leaves no room");
+  expect_invalid(Ask(10, 100, 32, 100), "block_length", "block_length: must divide gen_length (100), got 32");
+  expect_invalid(Ask(10, 128, 32, 6), "steps", "steps: must be a multiple of the number of blocks");
+  expect_invalid(Ask(10, 128, 32, 256), "steps", "steps: must be <= gen_length (128), got 256");
+  // The sampler is a mode now, never a bad name: a bad name is refused where it is parsed.
+  const auto fastest = generation::ParseSamplerMode("fastest");
+  ASSERT_FALSE(fastest.ok());
+  EXPECT_EQ(fastest.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fastest.status().field(), "sampler");
+  EXPECT_NE(fastest.status().message().find("dual_cache"), std::string::npos) << fastest.status().message();
+  expect_invalid(Ask(4096, 16, 16, 16), "prompt_length", "leaves no room");
   GenerationRequest r = Ask(10, 128, 32, 128);
   r.compute_dtype_bytes = 3;
-  expect_invalid(r, "compute_dtype_bytes");
+  expect_invalid(r, "compute_dtype_bytes", "compute_dtype_bytes: must be 2 (bf16, fp16) or 4 (fp32), got 3");
   r = Ask(10, 128, 32, 128);
   r.batch = 0;
-  expect_invalid(r, "batch");
+  expect_invalid(r, "batch", "batch: must be >= 1, got 0");
   r = Ask(10, 128, 32, 128);
-  r.temperature = -1;
-  expect_invalid(r, "temperature");
+  r.params.temperature = -1;
+  expect_invalid(r, "temperature", "temperature: must be in [0, 100]");
 }
 
 }  // namespace

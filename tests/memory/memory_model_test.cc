@@ -4,6 +4,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <ostream>
+
+namespace unmask::generation {
+// gtest prints a mode by its name.
+inline void PrintTo(SamplerMode mode, std::ostream* os) { *os << SamplerModeName(mode); }
+}  // namespace unmask::generation
 
 namespace unmask::memory {
 namespace {
@@ -252,20 +258,25 @@ TEST(HumanBytes, Units) {
 }
 
 TEST(SamplerKind, NamesAndRules) {
-  EXPECT_EQ(*SamplerKindOf("reference"), SamplerKind::kReference);
-  EXPECT_EQ(*SamplerKindOf("threshold"), SamplerKind::kBlockLogits);
-  EXPECT_EQ(*SamplerKindOf("block_logits+factor"), SamplerKind::kBlockLogits);
-  EXPECT_EQ(*SamplerKindOf("prefix_cache+threshold"), SamplerKind::kPrefixCache);
-  EXPECT_EQ(*SamplerKindOf("dual_cache+factor"), SamplerKind::kDualCache);
-  const auto bad = SamplerKindOf("fastest");
+  using generation::SamplerMode;
+  auto mode = [](const char* name) { return *generation::ParseSamplerMode(name); };
+  EXPECT_EQ(SamplerKindOf(mode("reference")), SamplerKind::kReference);
+  EXPECT_EQ(SamplerKindOf(mode("threshold")), SamplerKind::kBlockLogits);
+  EXPECT_EQ(SamplerKindOf(mode("block_logits+factor")), SamplerKind::kBlockLogits);
+  EXPECT_EQ(SamplerKindOf(mode("prefix_cache+threshold")), SamplerKind::kPrefixCache);
+  EXPECT_EQ(SamplerKindOf(mode("dual_cache+factor")), SamplerKind::kDualCache);
+  // A bad name is refused where it is parsed: SamplerKindOf only ever sees a mode.
+  const auto bad = generation::ParseSamplerMode("fastest");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().field(), "sampler");
   EXPECT_NE(bad.status().message().find("dual_cache"), std::string::npos);
-  EXPECT_EQ(WithSamplerKind("threshold", SamplerKind::kDualCache), "dual_cache+threshold");
-  EXPECT_EQ(WithSamplerKind("reference", SamplerKind::kDualCache), "dual_cache");
-  EXPECT_EQ(WithSamplerKind("prefix_cache+factor", SamplerKind::kBlockLogits), "factor");
-  EXPECT_EQ(WithSamplerKind("block_logits+threshold", SamplerKind::kPrefixCache), "prefix_cache+threshold");
-  EXPECT_EQ(WithSamplerKind("dual_cache", SamplerKind::kBlockLogits), "block_logits");
+  EXPECT_EQ(WithSamplerKind(mode("threshold"), SamplerKind::kDualCache), SamplerMode::kDualCacheThreshold);
+  EXPECT_EQ(WithSamplerKind(mode("reference"), SamplerKind::kDualCache), SamplerMode::kDualCache);
+  EXPECT_EQ(WithSamplerKind(mode("prefix_cache+factor"), SamplerKind::kBlockLogits), SamplerMode::kFactor);
+  EXPECT_EQ(WithSamplerKind(mode("block_logits+threshold"), SamplerKind::kPrefixCache),
+            SamplerMode::kPrefixCacheThreshold);
+  EXPECT_EQ(WithSamplerKind(mode("dual_cache"), SamplerKind::kBlockLogits), SamplerMode::kBlockLogits);
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ TEST_F(ExecutorServiceTest, JobsWithDifferentPromptLengthsBatchWithPaddingAndEqu
 TEST_F(ExecutorServiceTest, JobsWithDifferentAttentionChunksDoNotBatch) {
   JobRequest a = *JobRequestFromProto(Request({1, 2}, 16, 8, 16), core_->model()->config());
   JobRequest b = a;
-  b.attention_query_chunk = 4;
+  b.params.attention_query_chunk = 4;
   EXPECT_NE(BatchKey(a), BatchKey(b));
   JobRequest c = a;
   c.prompt_ids = {5, 6, 7, 8, 9};
@@ -281,13 +281,13 @@ TEST_F(ExecutorServiceTest, EarlyStopIsOnUnlessTheRequestTurnsItOffAndSplitsBatc
   v1::RunRequest req = Request({1, 2}, 16, 8, 16);
   req.mutable_params()->set_sampler("dual_cache");
   JobRequest unset = *JobRequestFromProto(req, core_->model()->config());
-  EXPECT_TRUE(unset.fast.early_stop) << "an unset early_stop keeps today's default";
+  EXPECT_TRUE(unset.params.early_stop) << "an unset early_stop keeps today's default";
   req.mutable_params()->set_early_stop(false);
   JobRequest off = *JobRequestFromProto(req, core_->model()->config());
-  EXPECT_FALSE(off.fast.early_stop);
+  EXPECT_FALSE(off.params.early_stop);
   req.mutable_params()->set_early_stop(true);
   JobRequest on = *JobRequestFromProto(req, core_->model()->config());
-  EXPECT_TRUE(on.fast.early_stop);
+  EXPECT_TRUE(on.params.early_stop);
   EXPECT_NE(BatchKey(on), BatchKey(off)) << "rows with and without early stop must not share a forward";
   EXPECT_EQ(BatchKey(on), BatchKey(unset));
 }
@@ -301,7 +301,7 @@ TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
 
   r = Run(Request({1, 2}, 12, 8, 16));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(r.status.error_message(), HasSubstr("gen_length (12) must be divisible by block_length (8)"));
+  EXPECT_THAT(r.status.error_message(), HasSubstr("params.block_length: must divide gen_length (12), got 8"));
 
   r = Run(Request({}, 8, 8, 8));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);

@@ -152,7 +152,9 @@ void ExpectEarlyStopEverywhere(SchedulerCore& core, const v1::StoredJob& stored,
   }
 }
 
-TEST_F(PlacementTest, EarlyStopUnsetIsOnForFastModesAndAbsentForReference) {
+// The accepted params state every field as it will run: an unset early_stop is on (the
+// generation library's default), for the reference too, which has no early stop and ignores it.
+TEST_F(PlacementTest, EarlyStopUnsetIsOnAndStatedInTheAcceptedParams) {
   const std::vector<ExecutorSnapshot> large = {Executor("gpu", "cuda:0", kLarge)};
   auto fast = Submit(large, [](v1::GenerationParams& p) { p.set_sampler("dual_cache"); });
   ASSERT_TRUE(fast.ok()) << fast.status().ToString();
@@ -160,7 +162,7 @@ TEST_F(PlacementTest, EarlyStopUnsetIsOnForFastModesAndAbsentForReference) {
 
   auto reference = Submit(large);
   ASSERT_TRUE(reference.ok()) << reference.status().ToString();
-  ExpectEarlyStopEverywhere(core_, Stored(reference->job_id()), reference->job_id(), reference->accepted(), std::nullopt);
+  ExpectEarlyStopEverywhere(core_, Stored(reference->job_id()), reference->job_id(), reference->accepted(), true);
 
   for (bool asked : {false, true}) {
     for (const char* sampler : {"threshold", "reference"}) {

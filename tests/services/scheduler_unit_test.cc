@@ -55,14 +55,14 @@ TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
       {[](auto& r) { r.mutable_params()->set_gen_length(20000); }, "params.gen_length: must be in [1, 16384]"},
       {[](auto& r) { r.mutable_params()->set_block_length(-1); }, "params.block_length: must be >= 1"},
       {[](auto& r) { r.mutable_params()->set_steps(0); }, "params.steps: must be >= 1"},
-      {[](auto& r) { r.mutable_params()->set_temperature(-0.5); }, "params.temperature: must be in [0, 100], got -0.5"},
+      {[](auto& r) { r.mutable_params()->set_temperature(-0.5); }, "params.temperature: must be in [0, 100] (0 = greedy), got -0.5"},
       {[](auto& r) { r.mutable_params()->set_cfg_scale(1e9); }, "params.cfg_scale: must be in [0, 100]"},
       {[](auto& r) { r.mutable_params()->set_remasking(static_cast<v1::Remasking>(9)); }, "params.remasking"},
       {[](auto& r) { r.mutable_params()->set_attention_query_chunk(-4); },
        "params.attention_query_chunk: must be in [0, 1048576] (0 = the executor's default), got -4"},
       {[](auto& r) { r.mutable_params()->set_sampler("warp"); }, "params.sampler"},
       {[](auto& r) { r.mutable_params()->set_threshold(1.5); }, "params.threshold: must be in [0, 1]"},
-      {[](auto& r) { r.mutable_params()->set_factor(-1); }, "params.factor: must be >= 0"},
+      {[](auto& r) { r.mutable_params()->set_factor(-1); }, "params.factor: must be in (0, 1e+06], got -1"},
       {[](auto& r) { r.set_priority(11); }, "priority: must be in [-10, 10], got 11"},
       {[](auto& r) { r.set_deadline_seconds(-1); }, "deadline_seconds: must be in [0, 604800]"},
       {[](auto& r) { r.set_idempotency_key("has space"); }, "idempotency_key: must be printable ASCII without spaces"},
@@ -74,6 +74,30 @@ TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
     Status s = ValidateGenerateRequest(r);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.expected;
     EXPECT_THAT(s.message(), HasSubstr(c.expected));
+  }
+}
+
+TEST(RequestValidationTest, TheBadFieldIsInTheDetailNotOnlyTheMessage) {
+  struct Case {
+    std::function<void(v1::GenerateRequest&)> edit;
+    const char* field;  // as the gRPC API names it
+  } cases[] = {
+      {[](auto& r) { r.set_model(""); }, "model"},
+      {[](auto& r) { r.set_text(""); }, "text"},
+      {[](auto& r) { r.mutable_chat(); }, "chat.messages"},
+      {[](auto& r) { r.mutable_chat()->add_messages()->set_role("robot"); }, "chat.messages[0].role"},
+      {[](auto& r) { r.mutable_ids()->add_ids(-3); }, "ids[1]"},
+      {[](auto& r) { r.clear_ids(); }, "prompt"},
+      {[](auto& r) { r.set_priority(11); }, "priority"},
+      {[](auto& r) { r.set_deadline_seconds(-1); }, "deadline_seconds"},
+      {[](auto& r) { r.set_idempotency_key("has space"); }, "idempotency_key"},
+  };
+  for (const auto& c : cases) {
+    v1::GenerateRequest r = Valid();
+    c.edit(r);
+    const Status s = ValidateGenerateRequest(r);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.field;
+    EXPECT_EQ(s.field(), c.field) << s.ToString();
   }
 }
 
@@ -159,7 +183,6 @@ ClampInput SmallBudgetInput(std::uint64_t budget) {
   in.params.gen_length = 1024;
   in.params.block_length = 32;
   in.params.steps = 1024;
-  in.sampler = "reference";
   in.prompt_length = 32;
   in.budget_bytes = budget;
   return in;
@@ -194,8 +217,8 @@ TEST(ClampAdapterTest, AChosenAttentionChunkIsPassedOnToRun) {
     for (const auto& a : out->adjustments) {
       if (a.field() != "attention_query_chunk") continue;
       chunked = true;
-      EXPECT_EQ(out->attention_query_chunk, std::stoll(a.applied())) << mib << " MiB";
-      EXPECT_GT(out->attention_query_chunk, 0);
+      EXPECT_EQ(out->params.attention_query_chunk, std::stoll(a.applied())) << mib << " MiB";
+      EXPECT_GT(out->params.attention_query_chunk, 0);
     }
   }
   EXPECT_TRUE(chunked) << "no budget made the clamp chunk the attention";

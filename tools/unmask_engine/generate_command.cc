@@ -82,8 +82,18 @@ Status BuildPrompts(const GenerateOptions& o, const tokenizer::Tokenizer* tok, s
   return OkStatus();
 }
 
+// A generation library error about field "block_length: ..." as the flag that set it:
+// "--block-length: ...".
+Status AsFlagError(const Status& s) {
+  const std::string& field = s.field();
+  if (field.empty() || s.message().rfind(field + ":", 0) != 0) return s;
+  std::string flag = "--" + field;
+  for (char& c : flag) c = c == '_' ? '-' : c;
+  return Status(s.code(), flag + s.message().substr(field.size()), *s.detail());
+}
+
 // Cuts a row at its first EOS or EoT (the stop token itself is dropped).
-void CutAtStop(std::vector<std::int64_t>& row, const sampler::GenerationParams& p) {
+void CutAtStop(std::vector<std::int64_t>& row, const generation::GenerationParams& p) {
   for (std::size_t i = 0; i < row.size(); ++i) {
     if (row[i] == p.eos_id || row[i] == p.eot_id) {
       row.resize(i);
@@ -102,17 +112,16 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
                ? 2
                : 1;
   };
-  sampler::GenerationParams params = o.params;
-  auto remasking = sampler::ParseRemasking(o.remasking);
-  if (!remasking.ok()) return fail(remasking.status());
+  generation::GenerationParams params = o.params;
+  generation::ResolveLengths(o.gen_length, o.block_length, o.steps, params);
+  auto remasking = generation::ParseRemasking(o.remasking);
+  if (!remasking.ok()) return fail(AsFlagError(remasking.status()));
   params.remasking = *remasking;
-  auto mode = sampler::ParseSamplerMode(o.sampler);
-  if (!mode.ok()) return fail(Status(mode.status().code(), "--sampler: " + mode.status().message()));
-  sampler::FastOptions fast;
-  fast.threshold = o.threshold;
-  fast.factor = o.factor;
-  fast.early_stop = !o.no_early_stop;
-  if (Status s = sampler::ValidateFastOptions(fast); !s.ok()) return fail(s);
+  auto mode = generation::ParseSamplerMode(o.sampler);
+  if (!mode.ok()) return fail(AsFlagError(mode.status()));
+  params.sampler = *mode;
+  params.early_stop = !o.no_early_stop;
+  if (Status s = generation::ValidateFields(params); !s.ok()) return fail(AsFlagError(s));
   model::ComputeSetupOptions setup_options;
   setup_options.threads = o.threads;
   setup_options.gemm = o.gemm;
@@ -138,19 +147,17 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   auto model = model::LladaModel::Load(o.model_dir, mopts);
   if (!model.ok()) return fail(model.status());
   const auto& config = (*model)->config();
-  params.mask_id = config.mask_token_id;
-  params.eos_id = config.eos_token_id;
-  params.eot_id = config.eot_token_id;
+  generation::WithModelTokens(config, params);
 
   nlohmann::json per_step = nlohmann::json::array();
-  auto result = sampler::Generate(*mode, **model, prompts, params, fast, [&](const sampler::StepEvent& ev) {
+  auto result = sampler::Generate(**model, prompts, params, [&](const sampler::StepEvent& ev) {
     per_step.push_back(ev.positions);
     return true;
   });
   if (!result.ok()) return fail(result.status());
 
   const double tokens = static_cast<double>(result->output.size() * params.gen_length);
-  if (o.stop_at_eos) {
+  if (params.stop_at_eos) {
     for (auto& row : result->output) CutAtStop(row, params);
   }
   std::vector<std::string> texts;
@@ -205,10 +212,11 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--chat", opts->chat, "Wrap --prompt in the LLaDA Instruct chat template");
   cmd->add_option("--system", opts->system, "System turn for --chat");
   cmd->add_option("--tokenizer", opts->tokenizer, "tokenizer.json (default: the model's own)");
-  cmd->add_flag("--stop-at-eos", opts->stop_at_eos, "Cut the output at the first EOS / EoT");
-  cmd->add_option("--steps", opts->params.steps, "Diffusion steps in total")->capture_default_str();
-  cmd->add_option("--gen-length", opts->params.gen_length, "Tokens to generate")->capture_default_str();
-  cmd->add_option("--block-length", opts->params.block_length, "Semi-autoregressive block length")->capture_default_str();
+  cmd->add_flag("--stop-at-eos", opts->params.stop_at_eos, "Cut the output at the first EOS / EoT");
+  cmd->add_option("--steps", opts->steps, "Diffusion steps in total (default: gen-length)");
+  cmd->add_option("--gen-length", opts->gen_length, "Tokens to generate (default: 128)");
+  cmd->add_option("--block-length", opts->block_length,
+                  "Semi-autoregressive block length (default: the largest divisor of gen-length up to 32)");
   cmd->add_option("--temperature", opts->params.temperature, "Gumbel noise temperature (0 = greedy)")->capture_default_str();
   cmd->add_option("--cfg-scale", opts->params.cfg_scale, "Classifier-free guidance scale")->capture_default_str();
   cmd->add_option("--remasking", opts->remasking, "low_confidence or random")->capture_default_str();
@@ -224,8 +232,8 @@ void AddGenerateCommand(CLI::App& app) {
                   "reference (the official algorithm) or a fast mode: block_logits, prefix_cache, dual_cache, threshold, "
                   "factor, prefix_cache+threshold, dual_cache+threshold, prefix_cache+factor, dual_cache+factor")
       ->capture_default_str();
-  cmd->add_option("--threshold", opts->threshold, "Confidence threshold of the threshold rule, >= 0")->capture_default_str();
-  cmd->add_option("--factor", opts->factor, "Factor of the factor rule, > 0")->capture_default_str();
+  cmd->add_option("--threshold", opts->params.threshold, "Confidence threshold of the threshold rule, in [0, 1]")->capture_default_str();
+  cmd->add_option("--factor", opts->params.factor, "Factor of the factor rule, > 0")->capture_default_str();
   cmd->add_flag("--no-early-stop", opts->no_early_stop, "Fast modes: do not stop when a block ends in EOS");
   cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per usable core)")->capture_default_str();
   cmd->add_option("--gemm", opts->gemm,

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "common/sampler/generation_params.h"
+#include "common/generation/params.h"
+#include "common/util/status.h"
 
 namespace unmask::cli {
 
@@ -19,16 +21,17 @@ struct GenerateOptions {
   bool chat = false;                    // apply the LLaDA chat template to prompt_text
   std::string system;                   // optional system turn for --chat
   std::string tokenizer;                // default: <model>/tokenizer.json
-  bool stop_at_eos = false;             // cut ids and text at the first EOS / EoT
-  sampler::GenerationParams params;
+  // The generation parameters. The lengths left out get the defaults of every door
+  // (generation::ResolveLengths: gen_length 128, block_length the largest divisor of it up to 32,
+  // steps = gen_length); params holds the rest (stop_at_eos, threshold, factor, ...).
+  std::optional<std::int64_t> gen_length, block_length, steps;
+  generation::GenerationParams params;
   std::string remasking = "low_confidence";
+  std::string sampler = "reference";  // any name of common/generation/sampler_mode.h, e.g. dual_cache+threshold
+  bool no_early_stop = false;         // fast modes: run every block even after one ends in EOS
   std::string precision = "auto";      // auto | fp32 | bf16 | fp16 (model/cpu_features.h chooses for auto)
   std::string device = "cpu";
   std::int64_t attention_chunk = 0;
-  std::string sampler = "reference";  // any name of sampler_registry.h, e.g. dual_cache+threshold
-  double threshold = 0.9;             // threshold rule (fast modes)
-  double factor = 1.0;                // factor rule (fast modes)
-  bool no_early_stop = false;         // fast modes: run every block even after one ends in EOS
   int threads = 0;                    // intra-op threads; 0: one per core
   std::string gemm = "auto";          // float32 few-row products: auto | avx512 | avx2 | blas
   bool json = false;

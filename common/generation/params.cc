@@ -1,0 +1,45 @@
+#include "common/generation/params.h"
+
+namespace unmask::generation {
+
+StatusOr<Remasking> ParseRemasking(const std::string& text) {
+  if (text == "low_confidence") return Remasking::kLowConfidence;
+  if (text == "random") return Remasking::kRandom;
+  return InvalidFieldError("remasking", "'" + text + "' is not one of low_confidence, random");
+}
+
+const char* RemaskingName(Remasking r) { return r == Remasking::kRandom ? "random" : "low_confidence"; }
+
+void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
+                    std::optional<std::int64_t> steps, GenerationParams& p) {
+  p.gen_length = gen_length.value_or(kDefaultGenLength);
+  if (block_length) {
+    p.block_length = *block_length;
+  } else {
+    p.block_length = 1;
+    for (std::int64_t b = std::min(kDefaultMaxBlockLength, p.gen_length); b > 1; --b) {
+      if (p.gen_length % b == 0) {
+        p.block_length = b;
+        break;
+      }
+    }
+  }
+  p.steps = steps.value_or(p.gen_length);
+}
+
+void WithModelTokens(const checkpoint::LladaConfig& config, GenerationParams& p) {
+  p.mask_id = config.mask_token_id;
+  p.eos_id = config.eos_token_id;
+  p.eot_id = config.eot_token_id;
+}
+
+FastOptions FastOptionsOf(const GenerationParams& p) {
+  FastOptions o;
+  FastModeOf(p.sampler, &o.cache, &o.rule);
+  o.threshold = p.threshold;
+  o.factor = p.factor;
+  o.early_stop = p.early_stop;
+  return o;
+}
+
+}  // namespace unmask::generation

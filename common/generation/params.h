@@ -1,0 +1,82 @@
+// The one set of generation parameters: what a request asks for, whichever door it comes through
+// (the gRPC API, the OpenAI-compatible HTTP API, the `unmask` CLI, `unmask-engine`), what the
+// scheduler's memory clamp changes, and what the executor's samplers run. No LibTorch.
+//
+// The first fields are the arguments of the official LLaDA generate() plus a seed; then the
+// sampler mode and its options. Every field has one default, documented here and applied in one
+// place (ResolveLengths for the three lengths, whose defaults depend on each other).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/checkpoint/llada_config.h"
+#include "common/generation/sampler_mode.h"
+#include "common/util/status.h"
+
+namespace unmask::generation {
+
+enum class Remasking { kLowConfidence, kRandom };
+StatusOr<Remasking> ParseRemasking(const std::string& text);  // "low_confidence" | "random"
+const char* RemaskingName(Remasking r);
+
+// Defaults of the lengths (see ResolveLengths).
+constexpr std::int64_t kDefaultGenLength = 128;
+constexpr std::int64_t kDefaultMaxBlockLength = 32;
+// Upper bounds a request may ask for (the model's max_sequence_length bounds them further).
+constexpr std::int64_t kMaxGenLength = 16384;
+constexpr std::int64_t kMaxAttentionQueryChunk = 1 << 20;
+constexpr double kMaxTemperature = 100;
+constexpr double kMaxCfgScale = 100;
+constexpr double kMaxFactor = 1e6;
+
+struct GenerationParams {
+  std::int64_t gen_length = kDefaultGenLength;  // tokens to generate
+  std::int64_t block_length = kDefaultMaxBlockLength;  // semi-autoregressive block length
+  std::int64_t steps = kDefaultGenLength;        // diffusion steps in total
+  double temperature = 0.0;  // 0: argmax; > 0: Gumbel-max noise in float64
+  double cfg_scale = 0.0;    // classifier-free guidance; 0: off
+  Remasking remasking = Remasking::kLowConfidence;
+  bool logits_eos_inf = false;          // EOS logit -inf before sampling
+  bool confidence_eos_eot_inf = false;  // see common/sampler/reference_sampler.h for the exact semantics
+  std::uint64_t seed = 0;
+
+  SamplerMode sampler = SamplerMode::kReference;
+  double threshold = 0.9;  // threshold modes: unmask every masked token with confidence >= this
+  double factor = 1.0;     // factor modes: Fast-dLLM's factor f (common/sampler/parallel_decoding.h)
+  bool early_stop = true;  // fast modes: a row stops once a block ends in EOS (reference: no effect)
+  bool stop_at_eos = false;  // cut the returned ids at the first EOS / EOT
+  std::int64_t attention_query_chunk = 0;  // > 0: attention in chunks of this many query rows; 0: the executor's
+
+  // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
+  // official code fixes them to LLaDA-8B's, the defaults here).
+  std::int64_t mask_id = 126336;
+  std::int64_t eos_id = 126081;
+  std::int64_t eot_id = 126348;
+};
+
+// The lengths a request leaves out get their defaults, in one place:
+//   gen_length    128
+//   block_length  the largest divisor of gen_length not above 32 (32 when gen_length is a
+//                 multiple of 32, as in the official examples; gen_length itself when shorter)
+//   steps         gen_length (one token unmasked per step)
+// A length that is given is kept as it is, valid or not (ValidateFields judges it).
+void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
+                    std::optional<std::int64_t> steps, GenerationParams& params);
+
+// The mask / EOS / EOT ids of the model.
+void WithModelTokens(const checkpoint::LladaConfig& config, GenerationParams& params);
+
+// What the fast samplers read: the mode's cache kind and decoding rule with their options.
+struct FastOptions {
+  CacheKind cache = CacheKind::kNone;
+  DecodeRule rule = DecodeRule::kSchedule;
+  double threshold = 0.9;
+  double factor = 1.0;
+  bool early_stop = true;
+};
+// The fast options of params (params.sampler must not be kReference: it has none).
+FastOptions FastOptionsOf(const GenerationParams& params);
+
+}  // namespace unmask::generation

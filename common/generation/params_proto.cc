@@ -1,0 +1,79 @@
+#include "common/generation/params_proto.h"
+
+#include <optional>
+
+#include "common/generation/validate.h"
+
+namespace unmask::generation {
+namespace {
+
+template <typename T>
+std::optional<std::int64_t> Optional(bool has, T value) {
+  return has ? std::optional<std::int64_t>(value) : std::nullopt;
+}
+
+}  // namespace
+
+Status UnderField(const std::string& prefix, const Status& status) {
+  if (status.ok() || status.field().empty()) return status;
+  const std::string& field = status.field();
+  const std::string& m = status.message();
+  std::string message = m.rfind(field + ":", 0) == 0 ? prefix + "." + m : prefix + "." + field + ": " + m;
+  ErrorDetail detail = *status.detail();
+  detail.field = prefix + "." + field;
+  return Status(status.code(), std::move(message), std::move(detail));
+}
+
+StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in) {
+  GenerationParams p;
+  ResolveLengths(Optional(in.has_gen_length(), in.gen_length()), Optional(in.has_block_length(), in.block_length()),
+                 Optional(in.has_steps(), in.steps()), p);
+  p.temperature = in.temperature();
+  p.cfg_scale = in.cfg_scale();
+  switch (in.remasking()) {
+    case v1::REMASKING_UNSPECIFIED:
+    case v1::REMASKING_LOW_CONFIDENCE: p.remasking = Remasking::kLowConfidence; break;
+    case v1::REMASKING_RANDOM: p.remasking = Remasking::kRandom; break;
+    default:
+      return InvalidFieldError("params.remasking", "must be REMASKING_LOW_CONFIDENCE or REMASKING_RANDOM, got " +
+                                                       std::to_string(in.remasking()));
+  }
+  p.logits_eos_inf = in.logits_eos_inf();
+  p.confidence_eos_eot_inf = in.confidence_eos_eot_inf();
+  p.seed = in.seed();
+  if (!in.sampler().empty()) {
+    auto mode = ParseSamplerMode(in.sampler());
+    if (!mode.ok()) return UnderField("params", mode.status());
+    p.sampler = *mode;
+  }
+  if (in.threshold() != 0) p.threshold = in.threshold();
+  if (in.factor() != 0) p.factor = in.factor();
+  if (in.has_early_stop()) p.early_stop = in.early_stop();
+  p.stop_at_eos = in.stop_at_eos();
+  p.attention_query_chunk = in.attention_query_chunk();
+  Status valid = ValidateFields(p);
+  if (!valid.ok()) return UnderField("params", valid);
+  return p;
+}
+
+v1::GenerationParams ParamsToProto(const GenerationParams& p) {
+  v1::GenerationParams out;
+  out.set_gen_length(p.gen_length);
+  out.set_block_length(p.block_length);
+  out.set_steps(p.steps);
+  out.set_temperature(p.temperature);
+  out.set_cfg_scale(p.cfg_scale);
+  out.set_remasking(p.remasking == Remasking::kRandom ? v1::REMASKING_RANDOM : v1::REMASKING_LOW_CONFIDENCE);
+  out.set_logits_eos_inf(p.logits_eos_inf);
+  out.set_confidence_eos_eot_inf(p.confidence_eos_eot_inf);
+  out.set_seed(p.seed);
+  out.set_sampler(SamplerModeName(p.sampler));
+  out.set_threshold(p.threshold);
+  out.set_factor(p.factor);
+  out.set_early_stop(p.early_stop);
+  out.set_stop_at_eos(p.stop_at_eos);
+  out.set_attention_query_chunk(p.attention_query_chunk);
+  return out;
+}
+
+}  // namespace unmask::generation

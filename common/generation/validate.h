@@ -1,0 +1,31 @@
+// The rules generation parameters follow, in one place. Every error is INVALID_ARGUMENT whose
+// detail names the field as GenerationParams does ("steps", "block_length"); the proto door
+// prefixes "params." (params_proto.h).
+#pragma once
+
+#include <cstdint>
+
+#include "common/checkpoint/llada_config.h"
+#include "common/generation/params.h"
+#include "common/util/status.h"
+
+namespace unmask::generation {
+
+// What needs no model: gen_length in [1, kMaxGenLength], block_length >= 1 dividing gen_length,
+// steps in [1, gen_length] and a multiple of the number of blocks, temperature in [0, 100],
+// cfg_scale in [0, 100], threshold in [0, 1], factor in (0, 1e6], attention_query_chunk in
+// [0, kMaxAttentionQueryChunk].
+Status ValidateFields(const GenerationParams& params);
+
+// ValidateFields, then what needs the model: prompt_length + gen_length within
+// max_sequence_length, the mask id inside the vocabulary, and the EOS / EOT ids too when the EOS
+// switches index the logits with them (elsewhere they are only compared with generated ids, so a
+// checkpoint whose vocabulary lacks LLaDA-8B's ids still generates).
+Status ValidateParams(const GenerationParams& params, const checkpoint::LladaConfig& config,
+                      std::int64_t prompt_length);
+
+// The fast samplers' own check of their options (threshold a finite number >= 0, factor finite
+// and > 0, whatever the rule, so a bad value never hides behind another rule).
+Status ValidateFastOptions(const FastOptions& options);
+
+}  // namespace unmask::generation

@@ -1,0 +1,94 @@
+// One request, three doors: the same generation asked with no block_length and no steps through
+// `unmask-engine generate` (the engine in-process), the gRPC API (the `unmask` CLI against the
+// real scheduler, executor and loader) and the OpenAI-compatible HTTP API gives the same ids and
+// text, because every door fills the parameters from the one generation library's defaults.
+// On the trained model (models/unmask-kjv), as a user would ask it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/e2e/stack.h"
+
+namespace unmask::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kPrompt[] = "And God said unto Moses,";
+constexpr int kGenLength = 48;  // not a multiple of 32: the default block_length is 24
+
+json LastLineWith(const std::string& out, const std::string& key) {
+  json found;
+  std::stringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    auto j = json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.contains(key)) found = j;
+  }
+  return found;
+}
+
+std::vector<std::int64_t> Ids(const json& array) {
+  std::vector<std::int64_t> ids;
+  for (const auto& v : array) ids.push_back(v.is_string() ? std::stoll(v.get<std::string>()) : v.get<std::int64_t>());
+  return ids;
+}
+
+TEST(ThreeDoorsEndToEndTest, TheSameRequestGivesTheSameIdsThroughEngineGrpcAndHttp) {
+  Stack stack(UNMASK_MODELS_DIR "/unmask-kjv", "unmask-kjv");
+  stack.StartLoader();
+  stack.StartExecutor({"--precision", "auto"});  // the default, as unmask-engine's
+  const int s = stack.StartScheduler({"--http-port", "0"});
+  const int http_port = HttpPort(stack.scheduler(s));
+  ASSERT_GT(http_port, 0) << stack.scheduler(s).output();
+
+  // 1. The engine in-process.
+  CliResult engine = RunCommand(std::string(ENGINE_BIN) + " generate --model " UNMASK_MODELS_DIR "/unmask-kjv" +
+                                " --prompt '" + kPrompt + "' --gen-length " + std::to_string(kGenLength) +
+                                " --stop-at-eos --json");
+  ASSERT_EQ(engine.exit_code, 0) << engine.out;
+  const json e = LastLineWith(engine.out, "output");
+  ASSERT_FALSE(e.is_null()) << engine.out;
+  const std::vector<std::int64_t> engine_ids = Ids(e["output"][0]);
+  const std::string engine_text = e["text"][0];
+  EXPECT_EQ(e["steps_run"], kGenLength) << "steps defaults to gen_length";
+  ASSERT_FALSE(engine_ids.empty());
+
+  // 2. The gRPC API.
+  CliResult grpc = stack.Cli(s, std::string("generate --model unmask-kjv --prompt '") + kPrompt + "' --gen-length " +
+                                    std::to_string(kGenLength) + " --stop-at-eos --json");
+  ASSERT_EQ(grpc.exit_code, 0) << grpc.out;
+  const json accepted = LastLineWith(grpc.out, "accepted");
+  ASSERT_FALSE(accepted.is_null()) << grpc.out;
+  const json params = accepted["accepted"]["params"];
+  EXPECT_EQ(std::stoll(params["block_length"].get<std::string>()), 24) << params;
+  EXPECT_EQ(std::stoll(params["steps"].get<std::string>()), kGenLength) << params;
+  const json completed = LastLineWith(grpc.out, "completed");
+  ASSERT_FALSE(completed.is_null()) << grpc.out;
+  EXPECT_EQ(Ids(completed["completed"]["ids"]), engine_ids);
+  EXPECT_EQ(completed["completed"]["text"], engine_text);
+
+  // 3. The HTTP API (OpenAI completions; its text ends at EOS as --stop-at-eos does).
+  httplib::Client client("127.0.0.1", http_port);
+  client.set_read_timeout(120);
+  const json body = {{"model", "unmask-kjv"}, {"prompt", kPrompt}, {"max_tokens", kGenLength}};
+  auto res = client.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json reply = json::parse(res->body);
+  EXPECT_EQ(reply["choices"][0]["text"], engine_text) << res->body;
+  EXPECT_EQ(reply["unmask"]["params"]["block_length"], 24) << res->body;
+  EXPECT_EQ(reply["unmask"]["params"]["steps"], kGenLength) << res->body;
+  // And its ids: the job the HTTP request ran, read back through the gRPC API.
+  CliResult job = stack.Cli(s, "job " + reply["unmask"]["job_id"].get<std::string>() + " --json");
+  ASSERT_EQ(job.exit_code, 0) << job.out;
+  const json info = json::parse(job.out, nullptr, false);
+  ASSERT_FALSE(info.is_discarded()) << job.out;
+  EXPECT_EQ(Ids(info["result"]["ids"]), engine_ids) << job.out;
+}
+
+}  // namespace
+}  // namespace unmask::testing
