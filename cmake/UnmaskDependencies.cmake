@@ -19,7 +19,7 @@ if(TORCH_CUDA_LIBRARIES OR CUDA_FOUND)
 endif()
 message(STATUS "unmask: CUDA parts ${UNMASK_WITH_CUDA}")
 
-# CUDA IPC weight sharing (common/weights/cuda_ipc) needs only the CUDA runtime library, not nvcc
+# CUDA IPC weight sharing (common/segment/cuda_ipc) needs only the CUDA runtime library, not nvcc
 # nor a CUDA LibTorch: it is on by default wherever the toolkit is found, and the build works
 # without it (the functions then answer Unimplemented). Running it needs a GPU.
 find_package(CUDAToolkit QUIET)

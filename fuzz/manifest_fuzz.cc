@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/weights/manifest.h"
+#include "common/segment/manifest.h"
 #include "fuzz/fuzz_check.h"
 
 using unmask::weights::Manifest;

@@ -10,8 +10,8 @@
 
 #include "common/checkpoint/checkpoint_writer.h"
 #include "common/checkpoint/llada_config.h"
-#include "common/weights/layout.h"
-#include "common/weights/segment_format.h"
+#include "common/segment/layout.h"
+#include "common/segment/segment_format.h"
 
 using namespace unmask;
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "common/weights/segment_format.h"
-#include "common/weights/tensor_view.h"
+#include "common/segment/segment_format.h"
+#include "common/segment/tensor_view.h"
 #include "fuzz/fuzz_check.h"
 
 using namespace unmask::weights;

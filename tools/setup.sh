@@ -10,7 +10,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   # engine. OpenBLAS built with OpenMP: it runs on LibTorch's OpenMP pool instead of beside it
   # (common/model/threading.h); its pthreads build is supported too, held to one thread.
-  # libopenblas0-pthread: only for the tests of the pthreads path (engine_tests_pthreads_openblas).
+  # libopenblas0-pthread: only for the tests of the pthreads path (model_tests_pthreads_openblas, sampler_tests_pthreads_openblas).
   libtorch-dev libopenblas0-openmp libopenblas0-pthread
   # services
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler

@@ -26,14 +26,14 @@
 #include <thread>
 
 #include "bench/common/bench_report.h"
-#include "common/memory/clamp.h"
+#include "common/fitting/clamp.h"
 #include "bench/common/bench_compute.h"
 #include "common/model/llada_model.h"
 #include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/chat_template.h"
-#include "common/weights/progressive_loader.h"
-#include "common/weights/weight_view.h"
+#include "common/registry/progressive_loader.h"
+#include "common/segment/weight_view.h"
 #include "tools/train/training_data.h"
 
 namespace {
@@ -431,18 +431,18 @@ int main(int argc, char** argv) {
   // Each clamp policy at a budget the request does not fit: what runs, and how close it stays.
   std::ostringstream clamps;
   if (want("clamp")) {
-    memory::GenerationRequest asked;
+    fitting::GenerationRequest asked;
     asked.prompt_length = static_cast<std::int64_t>(Check(tok->Encode(prompt_texts[0], false), "prompt").size());
     asked.params.gen_length = 256;
     asked.params.block_length = 32;
     asked.params.steps = 256;
     asked.compute_dtype_bytes = 2;
-    const auto weights_bytes = Check(memory::WeightBytes(config, Check(weights::PrecisionSpec::Parse("bf16"), "spec")), "weights");
-    const auto full = Check(memory::Clamp(config, asked, ~0ull >> 2, weights_bytes, memory::ClampPolicy::kOff), "clamp");
+    const auto weights_bytes = Check(fitting::WeightBytes(config, Check(weights::PrecisionSpec::Parse("bf16"), "spec")), "weights");
+    const auto full = Check(fitting::Clamp(config, asked, ~0ull >> 2, weights_bytes, fitting::ClampPolicy::kOff), "clamp");
     const std::uint64_t budget = weights_bytes + (full.estimate.total() - weights_bytes) * 35 / 100;
     clamps << "Request: gen_length 256, block 32, 256 steps, reference sampler, bf16, the first held-out prompt; it needs "
-           << memory::HumanBytes(full.estimate.total()) << " by the memory model. Budget given: "
-           << memory::HumanBytes(budget) << " (weights + 35% of what the request needs beyond them). Output compared with"
+           << fitting::HumanBytes(full.estimate.total()) << " by the memory model. Budget given: "
+           << fitting::HumanBytes(budget) << " (weights + 35% of what the request needs beyond them). Output compared with"
            << " the unclamped run over the tokens both produce.\n\n"
            << "| policy | what changed | runs | corpus words in output | agreement with unclamped |\n|---|---|---|---|---|\n";
     if (reference256.empty()) {
@@ -454,9 +454,9 @@ int main(int argc, char** argv) {
                          .output[0];
     }
     const auto& unclamped = reference256;
-    for (auto policy : {memory::ClampPolicy::kOff, memory::ClampPolicy::kStandard, memory::ClampPolicy::kExtreme}) {
-      auto r = memory::Clamp(config, asked, budget, weights_bytes, policy);
-      clamps << "| " << memory::ClampPolicyName(policy) << " | ";
+    for (auto policy : {fitting::ClampPolicy::kOff, fitting::ClampPolicy::kStandard, fitting::ClampPolicy::kExtreme}) {
+      auto r = fitting::Clamp(config, asked, budget, weights_bytes, policy);
+      clamps << "| " << fitting::ClampPolicyName(policy) << " | ";
       if (!r.ok()) {
         clamps << "refused: " << r.status().message() << " | - | - | - |\n";
         continue;

@@ -13,8 +13,8 @@
 #include "bench/common/bench_compute.h"
 #include "bench/common/bench_report.h"
 #include "common/model/llada_model.h"
-#include "common/weights/progressive_loader.h"
-#include "common/weights/weight_view.h"
+#include "common/registry/progressive_loader.h"
+#include "common/segment/weight_view.h"
 
 namespace {
 

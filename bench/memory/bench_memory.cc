@@ -1,4 +1,4 @@
-// The memory model (common/memory) against measured peaks: for each request size, one child
+// The memory model (common/fitting) against measured peaks: for each request size, one child
 // process loads the model, touches every weight page, runs a one-token warm-up generation (so
 // that math-library buffers and thread pools are not counted as activations), resets its peak
 // RSS, runs ONE generation (stopped after --steps-run steps: every step of the reference
@@ -33,8 +33,8 @@
 #include "bench/common/bench_compute.h"
 #include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
-#include "common/memory/clamp.h"
-#include "common/memory/memory_model.h"
+#include "common/fitting/clamp.h"
+#include "common/fitting/memory_model.h"
 #include "common/model/llada_model.h"
 #include "common/sampler/sampler_registry.h"
 #include "tools/make_model/make_model.h"
@@ -42,7 +42,7 @@
 namespace {
 
 using unmask::generation::SamplerMode;
-using unmask::memory::GenerationRequest;
+using unmask::fitting::GenerationRequest;
 
 struct Case {
   GenerationRequest request;  // compute_dtype_bytes 4 = fp32, 2 = bf16
@@ -215,9 +215,9 @@ int main(int argc, char** argv) {
   }
 
   const bool second = mmap_threshold > 0;
-  const std::string threshold = unmask::memory::HumanBytes(static_cast<std::uint64_t>(mmap_threshold));
+  const std::string threshold = unmask::fitting::HumanBytes(static_cast<std::uint64_t>(mmap_threshold));
   std::ostringstream md;
-  md << "Predicted activation peak (`unmask::memory::EstimateRequest(...).peak`, weights excluded) against "
+  md << "Predicted activation peak (`unmask::fitting::EstimateRequest(...).peak`, weights excluded) against "
         "the measured one: peak RSS (VmHWM) of a child process during one generation minus its RSS just "
         "before it (model loaded, every weight page touched, a one-token warm-up run, VmHWM reset), with "
         "glibc's default allocator settings"
@@ -237,13 +237,13 @@ int main(int argc, char** argv) {
     const std::string sampler_name = unmask::generation::SamplerModeName(c.request.params.sampler);
     const std::string label = sampler_name + " " + PrecisionOf(c.request) + " " + c.note;
     if (!filter.empty() && label.find(filter) == std::string::npos) continue;
-    const unmask::memory::RequestShape shape = unmask::memory::ShapeOf(c.request);
-    const unmask::memory::MemoryEstimate e = unmask::memory::EstimateRequest(*config, shape);
+    const unmask::fitting::RequestShape shape = unmask::fitting::ShapeOf(c.request);
+    const unmask::fitting::MemoryEstimate e = unmask::fitting::EstimateRequest(*config, shape);
     char row[640];
     std::snprintf(row, sizeof(row), "| %s | %s | %lld | %lld | %lld | %s | %s | %s |", sampler_name.c_str(),
                   PrecisionOf(c.request).c_str(), static_cast<long long>(c.request.batch),
                   static_cast<long long>(c.request.prompt_length), static_cast<long long>(c.request.params.gen_length),
-                  c.note.c_str(), unmask::memory::HumanBytes(e.peak).c_str(), e.peak_phase.c_str());
+                  c.note.c_str(), unmask::fitting::HumanBytes(e.peak).c_str(), e.peak_phase.c_str());
     std::string line = row;
     bool failed = false;
     for (long t : second ? std::vector<long>{0, mmap_threshold} : std::vector<long>{0}) {
@@ -256,10 +256,10 @@ int main(int argc, char** argv) {
       const std::uint64_t measured = r["measured"].get<std::uint64_t>();
       const double ratio = static_cast<double>(measured) / static_cast<double>(e.peak);
       (t == 0 ? worst_default : worst_fixed) = std::max(t == 0 ? worst_default : worst_fixed, deviation(ratio));
-      std::snprintf(row, sizeof(row), " %s | %.2f |", unmask::memory::HumanBytes(measured).c_str(), ratio);
+      std::snprintf(row, sizeof(row), " %s | %.2f |", unmask::fitting::HumanBytes(measured).c_str(), ratio);
       line += row;
       std::cerr << label << " mmap threshold " << t << ": baseline "
-                << unmask::memory::HumanBytes(r["baseline_rss"].get<std::uint64_t>()) << ", hwm reset "
+                << unmask::fitting::HumanBytes(r["baseline_rss"].get<std::uint64_t>()) << ", hwm reset "
                 << r["hwm_reset"] << ", " << r["seconds"] << " s\n";
     }
     if (failed) {

@@ -142,7 +142,7 @@ class SchedulerStack {
         }()),
         catalog_({model_root}),
         core_(*store_, [this] { return pool_.Snapshot(); }, catalog_,
-              scheduler::MakeClamper(memory::ClampPolicy::kStandard, /*compute_dtype_bytes=*/4), {}),
+              scheduler::MakeClamper(fitting::ClampPolicy::kStandard, /*compute_dtype_bytes=*/4), {}),
         dispatcher_(*store_, pool_, catalog_,
                     [&] {
                       scheduler::DispatcherOptions o;

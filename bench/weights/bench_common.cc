@@ -14,7 +14,7 @@
 #include <fstream>
 
 #include "common/checkpoint/checkpoint_writer.h"
-#include "common/weights/convert.h"
+#include "common/quant/convert.h"
 #include "common/util/remove_tree.h"
 
 namespace unmask::weights::bench {

@@ -20,11 +20,11 @@
 
 #include "bench/weights/bench_common.h"
 #include "common/checkpoint/checkpoint.h"
-#include "common/weights/layout.h"
-#include "common/weights/progressive_loader.h"
-#include "common/weights/segment_format.h"
-#include "common/weights/tensor_store.h"
-#include "common/weights/weight_view.h"
+#include "common/segment/layout.h"
+#include "common/registry/progressive_loader.h"
+#include "common/segment/segment_format.h"
+#include "common/registry/tensor_store.h"
+#include "common/segment/weight_view.h"
 
 namespace unmask::weights::bench {
 namespace {

@@ -15,9 +15,9 @@
 
 #include "bench/weights/bench_common.h"
 #include "common/checkpoint/checkpoint.h"
-#include "common/weights/convert.h"
-#include "common/weights/progressive_loader.h"
-#include "common/weights/weight_view.h"
+#include "common/quant/convert.h"
+#include "common/registry/progressive_loader.h"
+#include "common/segment/weight_view.h"
 
 namespace unmask::weights::bench {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "common/model/small_gemm.h"
 #include "common/model/threading.h"
-#include "common/weights/tensor_view.h"
+#include "common/segment/tensor_view.h"
 
 namespace unmask::model {
 

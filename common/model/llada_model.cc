@@ -4,7 +4,7 @@
 
 #include "common/model/layers.h"
 #include "common/model/torch_util.h"
-#include "common/weights/weight_view.h"
+#include "common/segment/weight_view.h"
 
 namespace unmask::model {
 

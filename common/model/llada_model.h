@@ -21,7 +21,7 @@ class LladaModel : public ModelBackend {
   // Opens a Hugging Face checkpoint directory (config.json + safetensors); every error names
   // the file and, where there is one, the tensor.
   static StatusOr<std::unique_ptr<LladaModel>> Load(const std::string& dir, const ModelOptions& options);
-  // Builds the model over a weight segment that the loader holds (see common/weights); the
+  // Builds the model over a weight segment that the loader holds (see common/segment and common/registry); the
   // config comes from the segment's manifest.
   static StatusOr<std::unique_ptr<LladaModel>> FromSegment(std::shared_ptr<const weights::AttachedModel> segment,
                                                            const ModelOptions& options);

@@ -6,7 +6,7 @@
 
 #include "common/model/small_gemm.h"
 #include "common/model/torch_util.h"
-#include "common/weights/weight_view.h"
+#include "common/segment/weight_view.h"
 
 namespace unmask::model {
 namespace {

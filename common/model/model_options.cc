@@ -1,6 +1,6 @@
 #include "common/model/model_options.h"
 
-#include "common/weights/quant_policy.h"
+#include "common/quant/quant_policy.h"
 
 namespace unmask::model {
 

@@ -12,7 +12,7 @@
 //    dtype; near-1 probabilities then tie, and top-k breaks ties its own way). Plain
 //    block_logits (no cache, the reference's schedule) keeps the reference's dtype, so that it
 //    stays exact to the reference. With early stop off, prefix_cache and dual_cache (with or
-//    without threshold) give Fast-dLLM's ids and forward counts (tests/engine/fastdllm_golden_test.cc).
+//    without threshold) give Fast-dLLM's ids and forward counts (tests/sampler/fastdllm_golden_test.cc).
 //  - rule kSchedule unmasks the reference's per-step counts (steps / num_blocks steps per block);
 //    kThreshold / kFactor decide the count per step and row from the confidences and move on to
 //    the next block when the current one has no masks left (a block takes 1 to block_length

@@ -131,12 +131,12 @@ ServiceMetrics::ServiceMetrics()
                             .Register(r)
                             .Add({});
   memory_used_ = &prometheus::BuildGauge()
-                      .Name("unmask_memory_used_bytes")
+                      .Name("unmask_fitting_used_bytes")
                       .Help("Memory held for model weights and caches")
                       .Register(r)
                       .Add({});
   memory_budget_ = &prometheus::BuildGauge()
-                        .Name("unmask_memory_budget_bytes")
+                        .Name("unmask_fitting_budget_bytes")
                         .Help("Memory this service may use")
                         .Register(r)
                         .Add({});

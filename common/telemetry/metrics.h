@@ -12,8 +12,8 @@
 //   unmask_step_seconds                           histogram one denoising step
 //   unmask_generated_tokens_total                 counter
 //   unmask_tokens_per_second                      gauge     last measured generation rate
-//   unmask_memory_used_bytes                      gauge
-//   unmask_memory_budget_bytes                    gauge
+//   unmask_fitting_used_bytes                      gauge
+//   unmask_fitting_budget_bytes                    gauge
 //   unmask_clamps_total{field}                    counter   request fields clamped to limits
 //   unmask_model_load_progress_ratio{model}       gauge     0..1 while loading, 1 when loaded
 //   unmask_model_load_seconds                     histogram

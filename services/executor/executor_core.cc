@@ -7,7 +7,7 @@
 #include "common/telemetry/block_spans.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
-#include "common/weights/device_budget.h"
+#include "common/registry/device_budget.h"
 
 namespace unmask::executor {
 namespace {

@@ -5,7 +5,7 @@
 #include <exception>
 
 #include "common/telemetry/grpc_tracing.h"
-#include "common/weights/cuda_ipc.h"
+#include "common/segment/cuda_ipc.h"
 #include "services/common/grpc_status.h"
 #include "services/common/grpc_tls.h"
 

@@ -14,7 +14,7 @@
 
 #include "common/telemetry/tracer.h"
 #include "common/util/status.h"
-#include "common/weights/weight_view.h"
+#include "common/segment/weight_view.h"
 #include "services/common/tls_options.h"
 #include "unmask/v1/loader.grpc.pb.h"
 

@@ -11,7 +11,7 @@
 
 #include "common/telemetry/span.h"
 #include "common/telemetry/tracer.h"
-#include "common/weights/progressive_loader.h"
+#include "common/registry/progressive_loader.h"
 
 namespace unmask::loader {
 

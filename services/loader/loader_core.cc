@@ -3,7 +3,7 @@
 #include <future>
 #include <thread>
 
-#include "common/weights/manifest.h"
+#include "common/segment/manifest.h"
 
 namespace unmask::loader {
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/util/status.h"
-#include "common/weights/model_registry.h"
-#include "common/weights/progressive_loader.h"
-#include "common/weights/segment_adoption.h"
+#include "common/registry/model_registry.h"
+#include "common/registry/progressive_loader.h"
+#include "common/registry/segment_adoption.h"
 #include "services/loader/loader_device.h"
 
 namespace unmask::loader {

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "common/weights/cuda_ipc.h"
+#include "common/segment/cuda_ipc.h"
 
 namespace unmask::loader {
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/util/status.h"
-#include "common/weights/device_budget.h"
-#include "common/weights/progressive_loader.h"
+#include "common/registry/device_budget.h"
+#include "common/registry/progressive_loader.h"
 
 namespace unmask::loader {
 

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "common/weights/device_budget.h"
+#include "common/registry/device_budget.h"
 #include "services/common/grpc_status.h"
 #include "services/loader/load_trace.h"
 

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "common/telemetry/log.h"
-#include "common/weights/device_budget.h"
+#include "common/registry/device_budget.h"
 #include "services/loader/load_trace.h"
 #include "services/loader/loader_device.h"
 

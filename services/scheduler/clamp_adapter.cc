@@ -2,17 +2,17 @@
 
 namespace unmask::scheduler {
 
-Clamper MakeClamper(memory::ClampPolicy policy, int compute_dtype_bytes) {
+Clamper MakeClamper(fitting::ClampPolicy policy, int compute_dtype_bytes) {
   return [policy, compute_dtype_bytes](const ClampInput& in) -> StatusOr<ClampOutput> {
     ClampOutput out{in.params, {}};
     if (in.budget_bytes == 0) return out;  // no executor has reported a budget yet: nothing to fit against
-    memory::GenerationRequest asked;
+    fitting::GenerationRequest asked;
     asked.params = in.params;
     asked.prompt_length = in.prompt_length;
     asked.compute_dtype_bytes = in.compute_dtype_bytes > 0 ? in.compute_dtype_bytes : compute_dtype_bytes;
     // The executor's budget is its free memory after the weights it already maps: weights 0.
-    UNMASK_ASSIGN_OR_RETURN(memory::ClampResult r,
-                            memory::Clamp(in.config, asked, in.budget_bytes, /*weights_bytes=*/0, policy));
+    UNMASK_ASSIGN_OR_RETURN(fitting::ClampResult r,
+                            fitting::Clamp(in.config, asked, in.budget_bytes, /*weights_bytes=*/0, policy));
     out.params = r.applied.params;
     for (const auto& a : r.adjustments) {
       v1::Adjustment adj;

@@ -157,6 +157,8 @@ void JobDispatcher::ReaperLoop() {
 
 // One claimed job while it runs: what its steps share.
 struct JobDispatcher::RunningJob {
+  RunningJob(const jobs::ClaimedJob& job)
+      : claimed(job), id(job.record.job_id), handle(job.handle) {}
   const jobs::ClaimedJob& claimed;
   const std::string& id;
   const jobs::DeliveryHandle& handle;
@@ -185,7 +187,7 @@ struct JobDispatcher::Placement {
 
 void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   const std::string& id = job.record.job_id;
-  RunningJob run{job, id, job.handle};
+  RunningJob run(job);
   if (!run.stored.ParseFromString(job.record.payload)) {
     telemetry::Log(telemetry::LogLevel::kError, {}, id, "the stored request cannot be read");
     (void)Persist("failure", id, [&] { return store_.Fail(id, job.handle, "the stored request cannot be read"); });

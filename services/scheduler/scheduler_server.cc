@@ -7,7 +7,7 @@
 #include "common/jobs/memory_job_store.h"
 #include "common/jobs/redis_job_store.h"
 #include "common/util/host_port.h"
-#include "common/weights/quant_policy.h"
+#include "common/quant/quant_policy.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/dispatch_policy.h"
 #include "services/scheduler/request_limits.h"
@@ -44,7 +44,7 @@ StatusOr<int> ExecutorComputeBytes(const std::string& executor_precision) {
 }
 
 struct SchedulerServer::Prepared {
-  memory::ClampPolicy clamp;
+  fitting::ClampPolicy clamp;
   int compute_bytes = 2;
   std::optional<tls::ServerTlsMaterial> tls, http_tls;
   std::optional<tls::ClientTlsMaterial> executor_tls;
@@ -55,7 +55,7 @@ struct SchedulerServer::Prepared {
 StatusOr<SchedulerServer::Prepared> SchedulerServer::Prepare(SchedulerServerOptions& o) {
   Prepared out;
   auto policy = ParseDispatchPolicy(o.dispatch_policy);
-  auto clamp = memory::ParseClampPolicy(o.clamp_policy);
+  auto clamp = fitting::ParseClampPolicy(o.clamp_policy);
   if (!policy.ok() || !clamp.ok()) {
     const Status s = !policy.ok() ? policy.status() : clamp.status();
     return Usage(s, s.message());

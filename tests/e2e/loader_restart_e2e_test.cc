@@ -18,7 +18,7 @@
 
 #include "tests/e2e/stack.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "tests/engine/test_paths.h"
+#include "tests/fixtures/test_paths.h"
 #include "unmask/v1/executor.grpc.pb.h"
 #include "unmask/v1/loader.grpc.pb.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "tests/e2e/stack.h"
-#include "tests/engine/test_paths.h"
+#include "tests/fixtures/test_paths.h"
 
 namespace unmask::testing {
 namespace {

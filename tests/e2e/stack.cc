@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "tests/engine/test_paths.h"
+#include "tests/fixtures/test_paths.h"
 
 namespace unmask::testing {
 namespace fs = std::filesystem;

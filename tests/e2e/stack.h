@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tests/e2e/process.h"
-#include "tests/engine/temp_checkpoint.h"
+#include "tests/fixtures/temp_checkpoint.h"
 
 namespace unmask::testing {
 

@@ -601,8 +601,8 @@ TEST(ServicesTelemetryTest, EveryServiceExposesItsMetricsInTheTextFormat) {
   const std::vector<Want> common = {{"unmask_requests_total", "counter"},
                                     {"unmask_request_duration_seconds", "histogram"},
                                     {"unmask_trace_spans_dropped_total", "counter"},
-                                    {"unmask_memory_used_bytes", "gauge"},
-                                    {"unmask_memory_budget_bytes", "gauge"}};
+                                    {"unmask_fitting_used_bytes", "gauge"},
+                                    {"unmask_fitting_budget_bytes", "gauge"}};
   const std::map<std::string, std::vector<Want>> specific = {
       {"scheduler",
        {{"unmask_queue_depth", "gauge"}, {"unmask_queue_wait_seconds", "histogram"}, {"unmask_clamps_total", "counter"}}},
@@ -654,8 +654,8 @@ TEST(ServicesTelemetryTest, EveryServiceExposesItsMetricsInTheTextFormat) {
   EXPECT_EQ(Value(ex, "unmask_step_seconds_count"), 16.0);
   EXPECT_EQ(Value(ex, "unmask_generated_tokens_total"), 16.0);
   EXPECT_GT(Value(ex, "unmask_tokens_per_second").value_or(0), 0.0);
-  EXPECT_GT(Value(ex, "unmask_memory_used_bytes").value_or(0), 0.0);
-  EXPECT_GT(Value(ex, "unmask_memory_budget_bytes").value_or(0), 0.0);
+  EXPECT_GT(Value(ex, "unmask_fitting_used_bytes").value_or(0), 0.0);
+  EXPECT_GT(Value(ex, "unmask_fitting_budget_bytes").value_or(0), 0.0);
   // What the weights are stored and computed in, the kernel path, and why (the stack asks fp32).
   ASSERT_EQ(ex.families.count("unmask_compute_info"), 1u);
   const auto& info = ex.families.at("unmask_compute_info").samples;
@@ -671,8 +671,8 @@ TEST(ServicesTelemetryTest, EveryServiceExposesItsMetricsInTheTextFormat) {
   EXPECT_GE(Value(lo, "unmask_requests_total", {{"method", "LoadModel"}, {"code", "OK"}}).value_or(0), 1.0);
   EXPECT_EQ(Value(lo, "unmask_model_load_progress_ratio", {{"model", "tiny-llada"}}), 1.0);
   EXPECT_EQ(Value(lo, "unmask_model_load_seconds_count"), 1.0);
-  EXPECT_GT(Value(lo, "unmask_memory_used_bytes").value_or(0), 0.0);
-  EXPECT_GT(Value(lo, "unmask_memory_budget_bytes").value_or(0), 0.0);
+  EXPECT_GT(Value(lo, "unmask_fitting_used_bytes").value_or(0), 0.0);
+  EXPECT_GT(Value(lo, "unmask_fitting_budget_bytes").value_or(0), 0.0);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "tests/e2e/stack.h"
-#include "tests/engine/test_paths.h"
+#include "tests/fixtures/test_paths.h"
 #include "tools/train/verse_corpus.h"
 
 namespace unmask::testing {

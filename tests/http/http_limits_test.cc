@@ -45,7 +45,7 @@ protected:
     catalog_ = std::make_unique<ModelCatalog>(
         std::vector<std::string>{std::string(UNMASK_TEST_DATA_DIR)});
     core_ = std::make_unique<SchedulerCore>(
-        store_, snapshots, *catalog_, MakeClamper(memory::ClampPolicy::kOff, 2),
+        store_, snapshots, *catalog_, MakeClamper(fitting::ClampPolicy::kOff, 2),
         options);
     completions_ =
         std::make_unique<CompletionService>(*core_, *catalog_, snapshots);

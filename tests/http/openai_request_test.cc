@@ -175,6 +175,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"max_completion_tokens": -1})", "max_tokens"},
         BadCase{kText, R"({"steps": 0})", "steps"}, BadCase{kText, R"({"steps": "many"})", "steps"},
         BadCase{kText, R"({"block_length": -4})", "block_length"},
+        // The generation library's rules over the whole (as every door's): fuzz/regressions.
+        BadCase{kText, R"({"max_tokens": 16, "block_length": 8, "steps": 13})", "steps"},
+        BadCase{kText, R"({"max_tokens": 16, "steps": 32})", "steps"},
+        BadCase{kChat, R"({"max_tokens": 16, "block_length": 5})", "block_length"},
         BadCase{kText, R"({"temperature": -0.1})", "temperature"}, BadCase{kText, R"({"temperature": "hot"})", "temperature"},
         BadCase{kText, R"({"temperature": 101})", "temperature"}, BadCase{kText, R"({"cfg_scale": -1})", "cfg_scale"},
         BadCase{kText, R"({"threshold": 0})", "threshold"}, BadCase{kText, R"({"threshold": 1.5})", "threshold"},

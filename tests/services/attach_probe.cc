@@ -8,7 +8,7 @@
 #include <iostream>
 #include <string>
 
-#include "common/weights/weight_view.h"
+#include "common/segment/weight_view.h"
 #include "unmask/v1/loader.grpc.pb.h"
 
 int main(int argc, char** argv) {

@@ -131,7 +131,7 @@ class SchedulerErrorDetailTest : public ::testing::Test {
     options.max_queue = 1;
     core_ = std::make_unique<scheduler::SchedulerCore>(
         store_, [] { return std::vector<scheduler::ExecutorSnapshot>{}; }, catalog_,
-        scheduler::MakeClamper(memory::ClampPolicy::kOff, 2), options);
+        scheduler::MakeClamper(fitting::ClampPolicy::kOff, 2), options);
     service_ = std::make_unique<scheduler::SchedulerGrpcService>(*core_);
     runner_.AddService(service_.get());
     ASSERT_TRUE(runner_.Start("127.0.0.1:0").ok());

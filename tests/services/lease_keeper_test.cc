@@ -15,8 +15,8 @@
 #include "services/executor/loader_client.h"
 #include "services/loader/loader_core.h"
 #include "services/loader/loader_grpc.h"
-#include "tests/engine/temp_checkpoint.h"
-#include "tests/engine/test_paths.h"
+#include "tests/fixtures/temp_checkpoint.h"
+#include "tests/fixtures/test_paths.h"
 
 namespace unmask::executor {
 namespace {

@@ -8,11 +8,11 @@
 
 #include <filesystem>
 
-#include "common/weights/shm_segment.h"
+#include "common/segment/shm_segment.h"
 #include "services/loader/loader_core.h"
 #include "services/loader/loader_device.h"
-#include "tests/engine/temp_checkpoint.h"
-#include "tests/engine/test_paths.h"
+#include "tests/fixtures/temp_checkpoint.h"
+#include "tests/fixtures/test_paths.h"
 
 namespace unmask::loader {
 namespace {

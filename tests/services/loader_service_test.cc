@@ -17,8 +17,8 @@
 #include "services/loader/load_trace.h"
 #include "services/loader/loader_core.h"
 #include "services/loader/loader_grpc.h"
-#include "tests/engine/temp_checkpoint.h"
-#include "tests/engine/test_paths.h"
+#include "tests/fixtures/temp_checkpoint.h"
+#include "tests/fixtures/test_paths.h"
 #include "tests/telemetry/memory_exporter.h"
 
 namespace unmask::loader {

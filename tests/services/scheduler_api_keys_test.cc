@@ -47,7 +47,7 @@ class SchedulerApiKeysTest : public ::testing::Test {
     options.api_keys = Keys();
     catalog_ = std::make_unique<ModelCatalog>(std::vector<std::string>{std::string(UNMASK_TEST_DATA_DIR)});
     core_ = std::make_unique<SchedulerCore>(store_, [] { return std::vector<ExecutorSnapshot>{}; }, *catalog_,
-                                            MakeClamper(memory::ClampPolicy::kOff, 2), options);
+                                            MakeClamper(fitting::ClampPolicy::kOff, 2), options);
   }
   const auth::ApiKey* Caller(const std::string& key) {
     auto caller = core_->Authenticate("Bearer " + key);
@@ -63,7 +63,7 @@ class SchedulerApiKeysTest : public ::testing::Test {
 TEST_F(SchedulerApiKeysTest, WithoutKeysEveryCallerIsAnonymous) {
   ModelCatalog catalog({UNMASK_TEST_DATA_DIR});
   SchedulerCore open(store_, [] { return std::vector<ExecutorSnapshot>{}; }, catalog,
-                     MakeClamper(memory::ClampPolicy::kOff, 2), SchedulerOptions{});
+                     MakeClamper(fitting::ClampPolicy::kOff, 2), SchedulerOptions{});
   auto caller = open.Authenticate("");
   ASSERT_TRUE(caller.ok());
   EXPECT_EQ(*caller, nullptr);

@@ -48,7 +48,7 @@ protected:
         std::vector<std::string>{std::string(UNMASK_TEST_DATA_DIR)});
     core_ = std::make_unique<SchedulerCore>(
         store_, [] { return std::vector<ExecutorSnapshot>{}; }, *catalog_,
-        MakeClamper(memory::ClampPolicy::kOff, 2), options);
+        MakeClamper(fitting::ClampPolicy::kOff, 2), options);
     service_ = std::make_unique<SchedulerGrpcService>(*core_);
     runner_.AddService(service_.get());
     runner_.SetMaxReceiveMessageBytes(max_receive_bytes);

@@ -73,7 +73,7 @@ class PlacementTest : public ::testing::Test {
   std::vector<ExecutorSnapshot> executors_;
   ModelCatalog catalog_{{}};
   SchedulerCore core_{store_, [this] { return executors_; }, catalog_,
-                      MakeClamper(memory::ClampPolicy::kStandard, 2), SchedulerOptions{}};
+                      MakeClamper(fitting::ClampPolicy::kStandard, 2), SchedulerOptions{}};
 };
 
 const v1::Adjustment* Find(const v1::Accepted& a, const std::string& field) {
@@ -196,7 +196,7 @@ TEST_F(PlacementTest, TheClampNeverChangesEarlyStop) {
 TEST_F(PlacementTest, AReferenceRequestClampedToAFastModeKeepsEarlyStopAsAskedOrOnByDefault) {
   // The extreme clamp may swap reference for a fast mode: an early_stop the request gave then
   // applies; an unset one becomes the fast modes' default (on), as before the field existed.
-  SchedulerCore extreme{store_, [this] { return executors_; }, catalog_, MakeClamper(memory::ClampPolicy::kExtreme, 2),
+  SchedulerCore extreme{store_, [this] { return executors_; }, catalog_, MakeClamper(fitting::ClampPolicy::kExtreme, 2),
                         SchedulerOptions{}};
   int swapped = 0;
   for (std::uint64_t kib = 1 << 20; kib >= 1; kib /= 2) {

@@ -189,7 +189,7 @@ ClampInput SmallBudgetInput(std::uint64_t budget) {
 }
 
 TEST(ClampAdapterTest, ReportsEveryChangeAndKeepsTheParametersValid) {
-  auto clamp = MakeClamper(memory::ClampPolicy::kStandard, 4);
+  auto clamp = MakeClamper(fitting::ClampPolicy::kStandard, 4);
   auto out = clamp(SmallBudgetInput(400ull << 20));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_LT(out->params.gen_length, 1024);
@@ -209,7 +209,7 @@ TEST(ClampAdapterTest, ReportsEveryChangeAndKeepsTheParametersValid) {
 
 TEST(ClampAdapterTest, AChosenAttentionChunkIsPassedOnToRun) {
   // Some budget between "fits whole" and "nothing fits" makes the extreme clamp chunk the attention.
-  auto clamp = MakeClamper(memory::ClampPolicy::kExtreme, 4);
+  auto clamp = MakeClamper(fitting::ClampPolicy::kExtreme, 4);
   bool chunked = false;
   for (std::uint64_t mib = 4096; mib >= 16 && !chunked; mib /= 2) {
     auto out = clamp(SmallBudgetInput(mib << 20));
@@ -225,16 +225,16 @@ TEST(ClampAdapterTest, AChosenAttentionChunkIsPassedOnToRun) {
 }
 
 TEST(ClampAdapterTest, NothingFitsIsResourceExhausted) {
-  auto clamp = MakeClamper(memory::ClampPolicy::kStandard, 4);
+  auto clamp = MakeClamper(fitting::ClampPolicy::kStandard, 4);
   auto out = clamp(SmallBudgetInput(1 << 20));
   EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST(ClampAdapterTest, OffChangesNothingAndUnknownBudgetSkipsTheClamp) {
-  auto off = MakeClamper(memory::ClampPolicy::kOff, 4)(SmallBudgetInput(400ull << 20));
+  auto off = MakeClamper(fitting::ClampPolicy::kOff, 4)(SmallBudgetInput(400ull << 20));
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->params.gen_length, 1024);
-  auto unknown = MakeClamper(memory::ClampPolicy::kStandard, 4)(SmallBudgetInput(0));
+  auto unknown = MakeClamper(fitting::ClampPolicy::kStandard, 4)(SmallBudgetInput(0));
   ASSERT_TRUE(unknown.ok());
   EXPECT_EQ(unknown->params.gen_length, 1024);
   EXPECT_TRUE(unknown->adjustments.empty());

@@ -136,8 +136,8 @@ TEST(Metrics, ExposerOnPortZeroServesEveryFamilyWithItsType) {
       {"unmask_step_seconds", "histogram"},
       {"unmask_generated_tokens_total", "counter"},
       {"unmask_tokens_per_second", "gauge"},
-      {"unmask_memory_used_bytes", "gauge"},
-      {"unmask_memory_budget_bytes", "gauge"},
+      {"unmask_fitting_used_bytes", "gauge"},
+      {"unmask_fitting_budget_bytes", "gauge"},
       {"unmask_clamps_total", "counter"},
       {"unmask_model_load_progress_ratio", "gauge"},
       {"unmask_model_load_seconds", "histogram"},
@@ -173,8 +173,8 @@ TEST(Metrics, ExposerOnPortZeroServesEveryFamilyWithItsType) {
   EXPECT_EQ(e.Find("unmask_job_run_seconds_sum")->value, 4);
   EXPECT_EQ(e.Find("unmask_generated_tokens_total")->value, 128);
   EXPECT_EQ(e.Find("unmask_tokens_per_second")->value, 42.5);
-  EXPECT_EQ(e.Find("unmask_memory_used_bytes")->value, 1073741824.0);
-  EXPECT_EQ(e.Find("unmask_memory_budget_bytes")->value, 8589934592.0);
+  EXPECT_EQ(e.Find("unmask_fitting_used_bytes")->value, 1073741824.0);
+  EXPECT_EQ(e.Find("unmask_fitting_budget_bytes")->value, 8589934592.0);
   EXPECT_EQ(e.Find("unmask_clamps_total", {{"field", "steps"}})->value, 2);
   EXPECT_EQ(e.Find("unmask_clamps_total", {{"field", "gen_length"}})->value, 1);
   EXPECT_EQ(e.Find("unmask_model_load_progress_ratio", {{"model", "llada-8b"}})->value, 0.75);

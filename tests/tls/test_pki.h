@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tests/engine/temp_checkpoint.h"
+#include "tests/fixtures/temp_checkpoint.h"
 
 namespace unmask::testing {
 

@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "common/weights/quant_policy.h"
+#include "common/quant/quant_policy.h"
 #include "tools/make_model/make_model.h"
 
 int main(int argc, char** argv) {

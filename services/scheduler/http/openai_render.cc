@@ -1,5 +1,7 @@
 #include "services/scheduler/http/openai_render.h"
 
+#include "services/scheduler/http/field_names.h"
+
 namespace unmask::scheduler::http {
 namespace {
 
@@ -55,8 +57,7 @@ json AcceptedExtension(const v1::SubmitResponse& submitted) {
   const v1::Accepted& a = submitted.accepted();
   json clamped = json::array();
   for (const auto& adj : a.adjustments()) {
-    // The core names gen_length as it is called there; the HTTP API calls it max_tokens.
-    const std::string field = adj.field() == "gen_length" ? "max_tokens" : adj.field();
+    const std::string field = OpenAiFieldName(adj.field());  // gen_length is max_tokens here
     clamped.push_back({{"field", field}, {"asked", adj.asked()}, {"applied", adj.applied()}, {"reason", adj.reason()}});
   }
   json out = {{"job_id", submitted.job_id()}, {"params", ParamsJson(a.params())}, {"clamped", clamped}};
@@ -67,7 +68,7 @@ json AcceptedExtension(const v1::SubmitResponse& submitted) {
 std::string ClampedHeader(const v1::Accepted& accepted) {
   std::string out;
   for (const auto& adj : accepted.adjustments()) {
-    const std::string field = adj.field() == "gen_length" ? "max_tokens" : adj.field();
+    const std::string field = OpenAiFieldName(adj.field());
     out += (out.empty() ? "" : ", ") + field + "=" + adj.asked() + "->" + adj.applied();
   }
   return out.empty() ? "none" : HeaderSafe(out);

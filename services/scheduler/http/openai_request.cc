@@ -3,7 +3,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/generation/params_proto.h"
 #include "common/generation/sampler_mode.h"
+#include "services/scheduler/http/field_names.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler::http {
@@ -171,6 +173,21 @@ Status ParseStop(const json& body, OpenAiRequest& out) {
   return OkStatus();
 }
 
+// The generation library's rules over the parameters as a whole (divisibility of the lengths,
+// ...), the same as every other door's, said in the HTTP API's field names.
+Status CheckParams(const v1::GenerationParams& params) {
+  auto checked = generation::ParamsFromProto(params);
+  if (checked.ok()) return OkStatus();
+  const Status& s = checked.status();
+  if (s.field().empty()) return s;
+  const std::string name = OpenAiFieldName(s.field());
+  std::string message = s.message();
+  if (message.rfind(s.field() + ":", 0) == 0) message = name + message.substr(s.field().size());
+  ErrorDetail detail = *s.detail();
+  detail.field = name;
+  return Status(s.code(), std::move(message), std::move(detail));
+}
+
 Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest& out) {
   v1::GenerationParams& p = *out.generate.mutable_params();
   p.set_stop_at_eos(true);  // the OpenAI text ends at EOS / EOT
@@ -241,7 +258,7 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
                                              "must be a number of seconds in [0, 604800] (0 = none)"));
     out.generate.set_deadline_seconds(d);
   }
-  return OkStatus();
+  return CheckParams(*out.generate.mutable_params());
 }
 
 }  // namespace

@@ -1,0 +1,159 @@
+#include "common/fitting/clamp.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "common/generation/validate.h"
+#include "common/fitting/clamp_levers.h"
+
+namespace unmask::fitting {
+namespace {
+
+std::string Str(std::int64_t v) { return std::to_string(v); }
+std::string Bytes(std::uint64_t b) { return HumanBytes(b) + " (" + std::to_string(b) + " bytes)"; }
+
+// The request's own fields (generation::ValidateFields) and what the clamp adds: the batch, the
+// prompt, the compute type, and room for at least one token below max_sequence_length.
+Status ValidateAsked(const checkpoint::LladaConfig& config, const GenerationRequest& r) {
+  UNMASK_RETURN_IF_ERROR(generation::ValidateFields(r.params));
+  if (r.batch < 1) return InvalidFieldError("batch", "must be >= 1, got " + Str(r.batch));
+  if (r.prompt_length < 0) return InvalidFieldError("prompt_length", "must be >= 0, got " + Str(r.prompt_length));
+  if (r.compute_dtype_bytes != 2 && r.compute_dtype_bytes != 4)
+    return InvalidFieldError("compute_dtype_bytes",
+                             "must be 2 (bf16, fp16) or 4 (fp32), got " + std::to_string(r.compute_dtype_bytes));
+  if (r.prompt_length >= config.max_sequence_length)
+    return InvalidFieldError("prompt_length", "the prompt (" + Str(r.prompt_length) +
+                                                  " tokens) leaves no room to generate below the model's "
+                                                  "max_sequence_length (" + Str(config.max_sequence_length) + ")");
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ClampPolicy> ParseClampPolicy(const std::string& text) {
+  std::string t;
+  for (char ch : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (t == "off") return ClampPolicy::kOff;
+  if (t == "standard") return ClampPolicy::kStandard;
+  if (t == "extreme") return ClampPolicy::kExtreme;
+  return InvalidArgumentError("clamp policy '" + text + "' is not one of off, standard, extreme");
+}
+
+const char* ClampPolicyName(ClampPolicy policy) {
+  switch (policy) {
+    case ClampPolicy::kOff: return "off";
+    case ClampPolicy::kStandard: return "standard";
+    case ClampPolicy::kExtreme: return "extreme";
+  }
+  return "off";
+}
+
+RequestShape ShapeOf(const GenerationRequest& r) {
+  const SamplerKind kind = SamplerKindOf(r.params.sampler);
+  RequestShape s;
+  s.batch = r.batch;
+  s.prompt_length = r.prompt_length;
+  s.gen_length = r.params.gen_length;
+  s.block_length = r.params.block_length;
+  s.steps = r.params.steps;
+  s.compute_dtype_bytes = r.compute_dtype_bytes;
+  s.sampler = kind;
+  s.temperature = r.params.temperature;
+  s.cfg_scale = r.params.cfg_scale;
+  s.attention_query_chunk = r.params.attention_query_chunk;
+  return s;
+}
+
+// The refusal of a request that does not fit at gen_length `floor` with every lever pulled.
+Status NotEvenAtTheMinimum(const Clamper& c, const GenerationRequest& r, std::int64_t floor, std::uint64_t budget_bytes,
+                           std::uint64_t weights_bytes, ClampPolicy policy) {
+  GenerationRequest least = r;
+  least.params.gen_length = floor;
+  least.params.block_length = 1;  // the fewest logits rows; the reference does not depend on it
+  const MemoryEstimate e = c.Estimate(least);
+  std::string msg = "the request does not fit even at its minimum (gen_length " + Str(floor) + ", sampler " +
+                    generation::SamplerModeName(least.params.sampler) + ", batch " + Str(least.batch) + ", prompt " +
+                    Str(least.prompt_length) + " tokens): needs " + Bytes(e.total()) + " (weights " +
+                    HumanBytes(e.weights) + " + peak " + HumanBytes(e.peak) + " in phase " + e.peak_phase +
+                    "), available " + Bytes(budget_bytes) + " (clamp policy " + ClampPolicyName(policy) + ")";
+  if (weights_bytes >= budget_bytes)
+    msg += "; the weights alone (" + HumanBytes(weights_bytes) +
+           ") exceed the budget: load the model at a smaller precision (int8, int4) or use a larger device";
+  return ResourceExhaustedError(msg).WithReason(
+      "DOES_NOT_FIT", {{"needed_bytes", std::to_string(e.total())}, {"budget_bytes", std::to_string(budget_bytes)}});
+}
+
+StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const GenerationRequest& asked,
+                            std::uint64_t budget_bytes, std::uint64_t weights_bytes, ClampPolicy policy,
+                            const ClampOptions& options) {
+  UNMASK_RETURN_IF_ERROR(ValidateAsked(config, asked));
+  Clamper c(config, budget_bytes, weights_bytes, asked);
+  GenerationRequest& r = c.request();
+
+  const std::int64_t room = config.max_sequence_length - asked.prompt_length;
+  if (asked.params.gen_length > room) {
+    const std::string why = "prompt (" + Str(asked.prompt_length) + " tokens) + gen_length (" + Str(asked.params.gen_length) +
+                            ") exceeds the model's max_sequence_length (" + Str(config.max_sequence_length) + ")";
+    if (policy == ClampPolicy::kOff)
+      return InvalidArgumentError(why + "; clamp policy off changes nothing").WithField("gen_length");
+    const Lengths l = *ChooseLengths(room, asked.params.block_length, 1, [](std::int64_t, std::int64_t) { return true; });
+    c.SetLengths(l, why, "block_length must divide gen_length (" + Str(l.gen) + ")");
+  }
+
+  ClampResult result;
+  result.budget_bytes = budget_bytes;
+  if (policy == ClampPolicy::kOff) {
+    result.applied = r;
+    result.estimate = c.Estimate(r);
+    result.fits = result.estimate.total() <= budget_bytes;
+    if (!result.fits)
+      result.adjustments.push_back({"memory", HumanBytes(result.estimate.total()), HumanBytes(result.estimate.total()),
+                                    "the request " + c.Needs(r) + "; clamp policy off leaves it as asked"});
+    return result;
+  }
+
+  if (!c.Fits()) {
+    const std::string needs = c.Needs(r);
+    const bool extreme = policy == ClampPolicy::kExtreme;
+    if (extreme) {
+      // The free lever (chunking) before and after each of those that trade quality.
+      ChunkLever(c);
+      SamplerLever(c);
+      ChunkLever(c);
+      NoiseAndGuidanceLevers(c);
+      ChunkLever(c);
+    }
+    if (!c.Fits()) {
+      const std::int64_t floor = std::min(r.params.gen_length, std::max<std::int64_t>(1, options.min_gen_length));
+      const auto fits = [&](std::int64_t gen, std::int64_t block) {
+        GenerationRequest t = r;
+        t.params.gen_length = gen;
+        t.params.block_length = block;
+        return c.Fits(t);
+      };
+      std::optional<Lengths> l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
+      if (!l && extreme) {
+        AllLevers(c);
+        l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
+      }
+      if (!l) return NotEvenAtTheMinimum(c, r, floor, budget_bytes, weights_bytes, policy);
+      const std::string why_gen = "the request " + needs + "; " + Str(l->gen) + " is the largest gen_length" +
+                                  (l->block == r.params.block_length ? " (a multiple of block_length " + Str(l->block) + ")" : "") +
+                                  " that fits";
+      const std::string why_block = "not even one block of " + Str(r.params.block_length) + " fits; " + Str(l->block) +
+                                    " is the largest block_length dividing gen_length " + Str(l->gen) + " that fits";
+      c.SetLengths(*l, why_gen, why_block);
+    }
+    if (extreme) Relax(c);
+  }
+  c.FinishSteps();
+  result.applied = r;
+  result.adjustments = c.adjustments();
+  result.estimate = c.Estimate(r);
+  return result;
+}
+
+}  // namespace unmask::fitting

@@ -1,0 +1,171 @@
+#include "common/fitting/memory_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <initializer_list>
+#include <limits>
+
+#include "common/segment/layout.h"
+#include "common/segment/segment_format.h"
+
+namespace unmask::fitting {
+namespace {
+
+using u64 = std::uint64_t;
+constexpr u64 kMax = std::numeric_limits<u64>::max();
+constexpr u64 kF32 = 4;  // RMSNorm and RoPE compute in float32
+constexpr u64 kF64 = 8;  // Gumbel noise is float64
+
+// Saturating arithmetic: absurd requests give "does not fit", never a wrapped small number.
+u64 Mul(std::initializer_list<u64> xs) {
+  u64 r = 1;
+  for (u64 x : xs) {
+    if (x != 0 && r > kMax / x) return kMax;
+    r *= x;
+  }
+  return r;
+}
+u64 Add(std::initializer_list<u64> xs) {
+  u64 r = 0;
+  for (u64 x : xs) r = (x > kMax - r) ? kMax : r + x;
+  return r;
+}
+u64 AtLeast1(std::int64_t v) { return v < 1 ? 1 : static_cast<u64>(v); }
+
+struct ForwardPhases {
+  u64 rotary = 0, attention = 0, mlp = 0;  // bytes alive, scores included in attention
+  u64 scores = 0;                          // the scores part of attention
+};
+
+// One layer of a forward over `rows` = L positions of a batch of `b` (already doubled for cfg).
+// kv_in_cache: K/V of the layer go into the cache (counted there, not here).
+ForwardPhases ForwardLayer(const checkpoint::LladaConfig& c, u64 b, u64 seq, u64 s, std::int64_t chunk,
+                           bool kv_in_cache) {
+  const u64 d = AtLeast1(c.d_model), heads = AtLeast1(c.n_heads), hd = AtLeast1(c.head_dim());
+  const u64 kvd = Mul({AtLeast1(c.n_kv_heads), hd}), mlp = AtLeast1(c.mlp_hidden_size);
+  const u64 hidden = Mul({b, seq, d, s});             // x, h, q, the attention output, ...
+  const u64 one_kv = Mul({b, seq, kvd, s});           // k or v
+  const u64 kv_live = kv_in_cache ? 0 : 2 * one_kv;   // k and v while the block runs
+  const bool wide = s != kF32;                        // RoPE copies to float32 and back
+  const u64 rope_tmp = Add({Mul({b, seq, d, kF32, wide ? 5u : 4u}), wide ? hidden : 0});
+
+  ForwardPhases p;
+  p.rotary = Add({Mul({3, hidden}), kv_live, rope_tmp});  // x, h, q (+ k, v) + RoPE temporaries
+
+  const bool grouped = c.n_kv_heads < c.n_heads;
+  const u64 expanded = grouped ? Mul({2, b, heads, seq, hd, s}) : 0;  // repeat_interleave'd k, v
+  const bool chunked = chunk > 0 && static_cast<u64>(chunk) < seq;
+  const u64 rows = chunked ? static_cast<u64>(chunk) : seq;
+  p.scores = Mul({2, b, heads, rows, seq, s});  // scores and softmax(scores)
+  const u64 v_copy = grouped ? 0 : one_kv;      // matmul's contiguous copy of the transposed v
+  const u64 chunk_out = chunked ? Mul({b, heads, rows, hd, s}) : 0;
+  const u64 scores_phase = Add({Mul({3, hidden}), kv_live, expanded, p.scores, v_copy, hidden, chunk_out});
+  const u64 concat_phase = chunked ? Add({Mul({3, hidden}), kv_live, expanded, Mul({2, hidden})}) : 0;
+  p.attention = std::max(scores_phase, concat_phase);
+
+  // x, q, attention output, residual, normed input, ff_out output and the sum (7 hidden-sized),
+  // k and v, then gate, up and gate * up.
+  p.mlp = Add({Mul({7, hidden}), kv_live, Mul({3, b, seq, mlp, s})});
+  return p;
+}
+
+}  // namespace
+
+std::uint64_t MemoryEstimate::total() const { return Add({weights, scratch, peak}); }
+
+std::string MemoryEstimate::ToString() const {
+  std::string out = "peak " + HumanBytes(peak) + " (" + peak_phase + "): activations " + HumanBytes(activations) +
+                    ", attention scores " + HumanBytes(attention_scores) + ", logits " + HumanBytes(logits);
+  if (kv_cache) out += ", kv cache " + HumanBytes(kv_cache);
+  out += "; weights " + HumanBytes(weights);
+  if (scratch) out += ", dequantization scratch " + HumanBytes(scratch);
+  return out;
+}
+
+MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const RequestShape& shape) {
+  MemoryEstimate e;
+  e.weights = shape.weights_bytes;
+  e.scratch = shape.scratch_bytes;
+
+  const u64 s = shape.compute_dtype_bytes < 1 ? 1 : static_cast<u64>(shape.compute_dtype_bytes);
+  const u64 batch = AtLeast1(shape.batch);
+  const bool cfg = shape.cfg_scale > 0;
+  const bool noise = shape.temperature > 0;
+  const u64 model_batch = cfg ? 2 * batch : batch;
+  const u64 gen = AtLeast1(shape.gen_length);
+  const u64 seq = Add({shape.prompt_length > 0 ? static_cast<u64>(shape.prompt_length) : 0, gen});
+  const u64 block = std::min<u64>(AtLeast1(shape.block_length), gen);
+  const bool cached = shape.sampler == SamplerKind::kPrefixCache || shape.sampler == SamplerKind::kDualCache;
+
+  const u64 kvd = Mul({AtLeast1(config.n_kv_heads), AtLeast1(config.head_dim())});
+  e.kv_cache = cached ? Mul({2, AtLeast1(config.n_layers), model_batch, kvd, seq, s}) : 0;
+
+  const ForwardPhases f = ForwardLayer(config, model_batch, seq, s, shape.attention_query_chunk, cached);
+  e.attention_scores = f.scores;
+  e.activations = std::max({f.rotary, f.attention - f.scores, f.mlp});
+
+  // Logits rows: the reference computes every position; the fast modes narrow to the block.
+  const u64 rows = shape.sampler == SamplerKind::kReference ? seq : block;
+  const u64 vocab = AtLeast1(config.embedding_size), d = AtLeast1(config.d_model);
+  const u64 row_logits = Mul({batch, rows, vocab});  // elements after guidance is combined
+  const u64 head = Add({Mul({model_batch, seq, d, s}), Mul({model_batch, rows, d, 2 * kF32 + s}),
+                        Mul({model_batch, rows, vocab, s})});
+  const u64 cfg_phase = cfg ? Mul({5, row_logits, s}) : 0;
+  const u64 noise_phase = noise ? Add({Mul({row_logits, s}), Mul({5, row_logits, kF64})}) : 0;
+  const u64 softmax_phase = Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0});
+  e.logits = std::max({head, cfg_phase, noise_phase, softmax_phase});
+
+  auto phase = [&](const char* name, u64 bytes) { e.phases.push_back({name, Add({bytes, e.kv_cache})}); };
+  phase("rotary", f.rotary);
+  phase("attention", f.attention);
+  phase("mlp", f.mlp);
+  phase("head", head);
+  if (cfg) phase("cfg", cfg_phase);
+  if (noise) phase("noise", noise_phase);
+  phase("softmax", softmax_phase);
+  for (const auto& p : e.phases) {
+    if (p.bytes > e.peak) {
+      e.peak = p.bytes;
+      e.peak_phase = p.name;
+    }
+  }
+  return e;
+}
+
+StatusOr<std::uint64_t> WeightBytes(const checkpoint::LladaConfig& config, const weights::PrecisionSpec& spec) {
+  UNMASK_ASSIGN_OR_RETURN(weights::Manifest manifest, weights::PlanLayout(config, spec));
+  manifest.config_json = config.ToJsonText();  // the segment carries it; it is part of the size
+  const weights::SegmentPlan plan = weights::PlanSegment(manifest);
+  return plan.segment_bytes;
+}
+
+std::uint64_t DequantScratchBytes(const checkpoint::LladaConfig& config, const weights::PrecisionSpec& spec,
+                                  int compute_dtype_bytes) {
+  u64 largest = 0;
+  for (const auto& t : checkpoint::ExpectedTensors(config)) {
+    if (weights::StorageFor(spec, t.name, t.shape).scheme == weights::QuantScheme::kNone) continue;
+    u64 elements = 1;
+    for (auto dim : t.shape) elements = Mul({elements, AtLeast1(dim)});
+    largest = std::max(largest, elements);
+  }
+  return Mul({largest, compute_dtype_bytes == 4 ? 4u : 2u});
+}
+
+std::string HumanBytes(std::uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024.0 && unit < 6) {
+    v /= 1024.0;
+    ++unit;
+  }
+  char buf[32];
+  if (unit == 0) {
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  } else {
+    std::snprintf(buf, sizeof(buf), v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, kUnits[unit]);
+  }
+  return buf;
+}
+
+}  // namespace unmask::fitting

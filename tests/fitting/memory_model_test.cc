@@ -1,0 +1,277 @@
+#include "common/fitting/memory_model.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/fixtures/tiny_config.h"
+
+#include <algorithm>
+#include <numeric>
+#include <ostream>
+
+namespace unmask::generation {
+// gtest prints a mode by its name.
+inline void PrintTo(SamplerMode mode, std::ostream* os) { *os << SamplerModeName(mode); }
+}  // namespace unmask::generation
+
+namespace unmask::fitting {
+namespace {
+
+using checkpoint::LladaConfig;
+
+
+RequestShape Shape(std::int64_t prompt, std::int64_t gen, std::int64_t block, SamplerKind kind = SamplerKind::kReference) {
+  RequestShape s;
+  s.prompt_length = prompt;
+  s.gen_length = gen;
+  s.block_length = block;
+  s.steps = gen;
+  s.sampler = kind;
+  return s;
+}
+
+const SamplerKind kKinds[] = {SamplerKind::kReference, SamplerKind::kBlockLogits, SamplerKind::kPrefixCache,
+                              SamplerKind::kDualCache};
+
+TEST(MemoryModel, EveryPartIsLinearInBatch) {
+  for (const LladaConfig& config : {testing::SmallConfigWithLladaVocab(), LladaConfig()}) {
+    for (SamplerKind kind : kKinds) {
+      for (int dtype : {4, 2}) {
+        RequestShape one = Shape(32, 128, 32, kind);
+        one.compute_dtype_bytes = dtype;
+        one.temperature = 0.5;
+        RequestShape four = one;
+        four.batch = 4;
+        const MemoryEstimate a = EstimateRequest(config, one), b = EstimateRequest(config, four);
+        SCOPED_TRACE(SamplerKindName(kind));
+        EXPECT_EQ(b.peak, 4 * a.peak);
+        EXPECT_EQ(b.activations, 4 * a.activations);
+        EXPECT_EQ(b.attention_scores, 4 * a.attention_scores);
+        EXPECT_EQ(b.logits, 4 * a.logits);
+        EXPECT_EQ(b.kv_cache, 4 * a.kv_cache);
+        EXPECT_EQ(b.peak_phase, a.peak_phase);
+      }
+    }
+  }
+}
+
+TEST(MemoryModel, AttentionScoresAreQuadraticInSequenceLength) {
+  const LladaConfig config = LladaConfig();
+  const MemoryEstimate a = EstimateRequest(config, Shape(0, 512, 512));
+  const MemoryEstimate b = EstimateRequest(config, Shape(0, 1024, 1024));
+  EXPECT_EQ(b.attention_scores, 4 * a.attention_scores);
+  // Two [B, H, L, L] tensors (scores and probabilities) in the compute dtype.
+  EXPECT_EQ(a.attention_scores, 2ull * 32 * 512 * 512 * 4);
+  // The rest of the forward is linear in L.
+  EXPECT_EQ(b.activations, 2 * a.activations);
+}
+
+TEST(MemoryModel, ChunkingBoundsTheScores) {
+  const LladaConfig config = LladaConfig();
+  RequestShape full = Shape(1024, 1024, 64, SamplerKind::kBlockLogits);
+  RequestShape chunked = full;
+  chunked.attention_query_chunk = 128;
+  const MemoryEstimate f = EstimateRequest(config, full), c = EstimateRequest(config, chunked);
+  EXPECT_EQ(c.attention_scores, 2ull * 32 * 128 * 2048 * 4);
+  EXPECT_EQ(f.attention_scores, 16 * c.attention_scores);
+  EXPECT_LT(c.peak, f.peak);
+  EXPECT_EQ(f.peak_phase, "attention");
+  // Chunked scores grow linearly, not quadratically, with L.
+  RequestShape longer = chunked;
+  longer.prompt_length = 3072;  // L = 4096
+  EXPECT_EQ(EstimateRequest(config, longer).attention_scores, 2 * c.attention_scores);
+  // A chunk that covers every row is no chunking.
+  RequestShape wide = full;
+  wide.attention_query_chunk = 4096;
+  EXPECT_EQ(EstimateRequest(config, wide).attention_scores, f.attention_scores);
+  EXPECT_EQ(EstimateRequest(config, wide).peak, f.peak);
+}
+
+TEST(MemoryModel, FastModesComputeLogitsForTheBlockOnly) {
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  for (double temperature : {0.0, 1.0}) {
+    RequestShape ref = Shape(32, 256, 32);
+    ref.temperature = temperature;
+    RequestShape fast = ref;
+    fast.sampler = SamplerKind::kBlockLogits;
+    const MemoryEstimate r = EstimateRequest(config, ref), f = EstimateRequest(config, fast);
+    EXPECT_LT(f.logits, r.logits);
+    // The logits rows dominate: the ratio is close to block_length / L.
+    const double ratio = static_cast<double>(f.logits) / static_cast<double>(r.logits);
+    EXPECT_NEAR(ratio, 32.0 / 288.0, 0.01);
+    EXPECT_EQ(f.activations, r.activations);  // the same full forward
+    EXPECT_EQ(f.attention_scores, r.attention_scores);
+    EXPECT_LT(f.peak, r.peak);
+  }
+}
+
+TEST(MemoryModel, TemperatureAddsFloat64NoiseOverTheLogitsRows) {
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  RequestShape greedy = Shape(16, 48, 48);
+  RequestShape noisy = greedy;
+  noisy.temperature = 0.7;
+  const MemoryEstimate g = EstimateRequest(config, greedy), n = EstimateRequest(config, noisy);
+  const std::uint64_t elements = 1ull * 64 * 126464;
+  EXPECT_EQ(g.logits, 2 * elements * 4);            // logits + softmax
+  EXPECT_EQ(n.logits, elements * 4 + 5 * elements * 8);  // logits + five float64 arrays
+  EXPECT_EQ(n.peak_phase, "noise");
+  EXPECT_EQ(g.peak_phase, "softmax");
+}
+
+TEST(MemoryModel, GuidanceDoublesTheModelBatch) {
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  for (SamplerKind kind : kKinds) {
+    RequestShape cfg = Shape(32, 128, 32, kind);
+    cfg.cfg_scale = 1.5;
+    RequestShape two = Shape(32, 128, 32, kind);
+    two.batch = 2;
+    const MemoryEstimate a = EstimateRequest(config, cfg), b = EstimateRequest(config, two);
+    EXPECT_EQ(a.activations, b.activations);
+    EXPECT_EQ(a.attention_scores, b.attention_scores);
+    EXPECT_EQ(a.kv_cache, b.kv_cache);
+    EXPECT_GT(a.logits, EstimateRequest(config, Shape(32, 128, 32, kind)).logits * 2);  // 5 B-row arrays
+  }
+}
+
+TEST(MemoryModel, KvCacheOnlyInCacheModes) {
+  LladaConfig config = LladaConfig();
+  const std::uint64_t expected = 2ull * 32 * 1 * 4096 * 512 * 2;  // 2 x layers x B x kv x L x bf16
+  for (SamplerKind kind : kKinds) {
+    RequestShape s = Shape(256, 256, 32, kind);
+    s.compute_dtype_bytes = 2;
+    const bool cached = kind == SamplerKind::kPrefixCache || kind == SamplerKind::kDualCache;
+    EXPECT_EQ(EstimateRequest(config, s).kv_cache, cached ? expected : 0) << SamplerKindName(kind);
+  }
+  // Grouped KV heads shrink the cache by heads / kv_heads.
+  config.n_kv_heads = 8;
+  RequestShape s = Shape(256, 256, 32, SamplerKind::kDualCache);
+  s.compute_dtype_bytes = 2;
+  EXPECT_EQ(EstimateRequest(config, s).kv_cache, expected / 4);
+}
+
+TEST(MemoryModel, PeakIsTheLargestPhaseNotTheSum) {
+  const LladaConfig config = LladaConfig();
+  RequestShape s = Shape(512, 512, 64, SamplerKind::kDualCache);
+  s.temperature = 1.0;
+  const MemoryEstimate e = EstimateRequest(config, s);
+  std::uint64_t largest = 0;
+  for (const auto& p : e.phases) {
+    largest = std::max(largest, p.bytes);
+    EXPECT_GE(p.bytes, e.kv_cache) << p.name;  // the cache is alive in every phase
+  }
+  EXPECT_EQ(e.peak, largest);
+  EXPECT_LT(e.peak, e.activations + e.attention_scores + e.logits + e.kv_cache);
+  EXPECT_EQ(e.total(), e.peak + e.weights + e.scratch);
+}
+
+TEST(MemoryModel, Bf16HalvesTheComputeDtypeTerms) {
+  const LladaConfig config = LladaConfig();
+  RequestShape f32 = Shape(128, 256, 32, SamplerKind::kDualCache);
+  RequestShape bf16 = f32;
+  bf16.compute_dtype_bytes = 2;
+  const MemoryEstimate a = EstimateRequest(config, f32), b = EstimateRequest(config, bf16);
+  EXPECT_EQ(2 * b.attention_scores, a.attention_scores);
+  EXPECT_EQ(2 * b.kv_cache, a.kv_cache);
+  EXPECT_LT(b.activations, a.activations);
+  EXPECT_LT(2 * b.logits, a.logits + 1);
+}
+
+TEST(MemoryModel, PeakNeverShrinksWhenLengthsGrow) {
+  // The clamp search relies on this.
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  for (SamplerKind kind : kKinds) {
+    for (std::int64_t chunk : {0, 64}) {
+      std::uint64_t previous = 0;
+      for (std::int64_t gen = 1; gen <= 600; gen += 7) {
+        RequestShape s = Shape(40, gen, gen, kind);
+        s.attention_query_chunk = chunk;
+        const std::uint64_t peak = EstimateRequest(config, s).peak;
+        EXPECT_GE(peak, previous) << SamplerKindName(kind) << " gen " << gen;
+        previous = peak;
+      }
+      std::uint64_t prev_block = 0;
+      for (std::int64_t block : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+        RequestShape s = Shape(40, 256, block, kind);
+        s.attention_query_chunk = chunk;
+        const std::uint64_t peak = EstimateRequest(config, s).peak;
+        EXPECT_GE(peak, prev_block);
+        prev_block = peak;
+      }
+    }
+  }
+}
+
+TEST(MemoryModel, WeightsAndScratchAreReportedApartFromThePeak) {
+  RequestShape s = Shape(10, 32, 32);
+  s.weights_bytes = 1000;
+  s.scratch_bytes = 24;
+  const MemoryEstimate e = EstimateRequest(testing::SmallConfigWithLladaVocab(), s);
+  EXPECT_EQ(e.weights, 1000u);
+  EXPECT_EQ(e.scratch, 24u);
+  EXPECT_EQ(e.total(), e.peak + 1024);
+  EXPECT_NE(e.ToString().find("weights"), std::string::npos);
+}
+
+TEST(MemoryModel, AbsurdRequestsSaturateInsteadOfWrapping) {
+  RequestShape s = Shape(0, std::int64_t{1} << 40, std::int64_t{1} << 40);
+  s.batch = std::int64_t{1} << 40;
+  const MemoryEstimate e = EstimateRequest(LladaConfig(), s);
+  EXPECT_EQ(e.peak, std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(WeightBytes, OrderedByPrecisionAndCloseToParameterBytes) {
+  const LladaConfig config = LladaConfig();
+  auto bytes = [&](const char* spec) { return *WeightBytes(config, *weights::PrecisionSpec::Parse(spec)); };
+  const double params = static_cast<double>(config.parameter_count());
+  const std::uint64_t fp32 = bytes("fp32"), bf16 = bytes("bf16"), int8 = bytes("int8"), int4 = bytes("int4");
+  EXPECT_NEAR(fp32 / params, 4.0, 0.01);
+  EXPECT_NEAR(bf16 / params, 2.0, 0.01);
+  EXPECT_LT(int8, bf16);
+  EXPECT_LT(int4, int8);
+  // int4 leaves the embedding and the head in bf16: 8B LLaDA lands near 5 GB.
+  EXPECT_GT(int4, 4.0e9);
+  EXPECT_LT(int4, 6.0e9);
+  EXPECT_LT(bytes("int4:head:emb"), int4);
+}
+
+TEST(DequantScratchBytes, LargestQuantizedLayerAtTheComputeWidth) {
+  const LladaConfig config = LladaConfig();
+  const auto bf16 = *weights::PrecisionSpec::Parse("bf16");
+  const auto int4 = *weights::PrecisionSpec::Parse("int4");
+  const auto int4_head = *weights::PrecisionSpec::Parse("int4:head");
+  EXPECT_EQ(DequantScratchBytes(config, bf16, 4), 0u);
+  EXPECT_EQ(DequantScratchBytes(config, int4, 4), 12288ull * 4096 * 4);  // the MLP projections
+  EXPECT_EQ(DequantScratchBytes(config, int4, 2), 12288ull * 4096 * 2);
+  EXPECT_EQ(DequantScratchBytes(config, int4_head, 2), 126464ull * 4096 * 2);  // the LM head
+}
+
+TEST(HumanBytes, Units) {
+  EXPECT_EQ(HumanBytes(512), "512 B");
+  EXPECT_EQ(HumanBytes(1536), "1.50 KiB");
+  EXPECT_EQ(HumanBytes(8ull << 30), "8.00 GiB");
+  EXPECT_EQ(HumanBytes(300ull << 20), "300 MiB");
+}
+
+TEST(SamplerKind, NamesAndRules) {
+  using generation::SamplerMode;
+  auto mode = [](const char* name) { return *generation::ParseSamplerMode(name); };
+  EXPECT_EQ(SamplerKindOf(mode("reference")), SamplerKind::kReference);
+  EXPECT_EQ(SamplerKindOf(mode("threshold")), SamplerKind::kBlockLogits);
+  EXPECT_EQ(SamplerKindOf(mode("block_logits+factor")), SamplerKind::kBlockLogits);
+  EXPECT_EQ(SamplerKindOf(mode("prefix_cache+threshold")), SamplerKind::kPrefixCache);
+  EXPECT_EQ(SamplerKindOf(mode("dual_cache+factor")), SamplerKind::kDualCache);
+  // A bad name is refused where it is parsed: SamplerKindOf only ever sees a mode.
+  const auto bad = generation::ParseSamplerMode("fastest");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().field(), "sampler");
+  EXPECT_NE(bad.status().message().find("dual_cache"), std::string::npos);
+  EXPECT_EQ(WithSamplerKind(mode("threshold"), SamplerKind::kDualCache), SamplerMode::kDualCacheThreshold);
+  EXPECT_EQ(WithSamplerKind(mode("reference"), SamplerKind::kDualCache), SamplerMode::kDualCache);
+  EXPECT_EQ(WithSamplerKind(mode("prefix_cache+factor"), SamplerKind::kBlockLogits), SamplerMode::kFactor);
+  EXPECT_EQ(WithSamplerKind(mode("block_logits+threshold"), SamplerKind::kPrefixCache),
+            SamplerMode::kPrefixCacheThreshold);
+  EXPECT_EQ(WithSamplerKind(mode("dual_cache"), SamplerKind::kBlockLogits), SamplerMode::kBlockLogits);
+}
+
+}  // namespace
+}  // namespace unmask::fitting

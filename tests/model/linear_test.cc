@@ -1,0 +1,154 @@
+// The two ways a quantized linear layer dequantizes its packed weight: the CPU rows loop and the
+// tensors path (ATen element-wise operations, what a GPU runs; here on CPU tensors). They must
+// give the same bits, for every scheme and for shapes whose last group or byte is partial.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/model/linear.h"
+#include "common/quant/int4_groupwise.h"
+#include "common/quant/int8_per_channel.h"
+#include "common/segment/manifest.h"
+#include "common/segment/tensor_view.h"
+
+namespace unmask::model {
+namespace {
+
+using weights::QuantScheme;
+
+// A quantized weight laid out as in a segment's data region: data, then scales, then zeros.
+struct PackedLayer {
+  weights::TensorEntry entry;
+  std::vector<std::uint8_t> region;
+  std::vector<float> original;
+
+  weights::TensorView view() const { return weights::MakeTensorView(entry, region.data()); }
+};
+
+std::vector<float> RandomWeights(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  std::vector<float> w(static_cast<std::size_t>(n));
+  for (auto& v : w) v = dist(gen);
+  return w;
+}
+
+void Place(PackedLayer& layer, std::uint64_t offset, const void* bytes, std::uint64_t n) {
+  if (layer.region.size() < offset + n) layer.region.resize(offset + n);
+  std::memcpy(layer.region.data() + offset, bytes, n);
+}
+
+PackedLayer Int8Layer(std::int64_t rows, std::int64_t cols) {
+  PackedLayer l;
+  l.original = RandomWeights(rows * cols, 7);
+  auto q = weights::QuantizeInt8PerChannel(l.original.data(), rows, cols);
+  EXPECT_TRUE(q.ok()) << q.status().ToString();
+  l.entry.name = "int8";
+  l.entry.dtype = checkpoint::DType::kI8;
+  l.entry.shape = {rows, cols};
+  l.entry.nbytes = q->q.size();
+  l.entry.quant.scheme = QuantScheme::kInt8PerChannel;
+  l.entry.quant.scales_offset = weights::AlignUp(l.entry.nbytes, weights::kTensorAlignment);
+  l.entry.quant.scales_nbytes = q->scales.size() * sizeof(float);
+  Place(l, 0, q->q.data(), l.entry.nbytes);
+  Place(l, l.entry.quant.scales_offset, q->scales.data(), l.entry.quant.scales_nbytes);
+  return l;
+}
+
+PackedLayer Int4Layer(std::int64_t rows, std::int64_t cols, int group, bool symmetric) {
+  PackedLayer l;
+  l.original = RandomWeights(rows * cols, 11);
+  auto q = weights::QuantizeInt4Groupwise(l.original.data(), rows, cols, group, symmetric);
+  EXPECT_TRUE(q.ok()) << q.status().ToString();
+  l.entry.name = "int4";
+  l.entry.dtype = checkpoint::DType::kU8;
+  l.entry.shape = {rows, cols};
+  l.entry.nbytes = q->packed.size();
+  auto& info = l.entry.quant;
+  info.scheme = QuantScheme::kInt4Groupwise;
+  info.group_size = group;
+  info.symmetric = symmetric;
+  info.scales_dtype = checkpoint::DType::kF16;
+  info.scales_offset = weights::AlignUp(l.entry.nbytes, weights::kTensorAlignment);
+  info.scales_nbytes = q->scales.size() * 2;
+  Place(l, 0, q->packed.data(), l.entry.nbytes);
+  Place(l, info.scales_offset, q->scales.data(), info.scales_nbytes);
+  if (!symmetric) {
+    info.zeros_offset = weights::AlignUp(info.scales_offset + info.scales_nbytes, weights::kTensorAlignment);
+    info.zeros_nbytes = q->zeros.size();
+    Place(l, info.zeros_offset, q->zeros.data(), info.zeros_nbytes);
+  }
+  return l;
+}
+
+struct Case {
+  const char* name;
+  PackedLayer layer;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  cases.push_back({"int8 48x96", Int8Layer(48, 96)});
+  cases.push_back({"int8 odd 5x33", Int8Layer(5, 33)});
+  cases.push_back({"int4 sym g32 48x128", Int4Layer(48, 128, 32, true)});
+  cases.push_back({"int4 asym g64 40x128", Int4Layer(40, 128, 64, false)});
+  cases.push_back({"int4 asym g32, partial last group 24x100", Int4Layer(24, 100, 32, false)});
+  cases.push_back({"int4 sym g128, odd cols 16x99", Int4Layer(16, 99, 128, true)});
+  return cases;
+}
+
+TEST(QuantizedLinearTest, TensorsPathGivesTheBitsOfTheRowsPath) {
+  for (auto& c : Cases()) {
+    for (at::ScalarType compute : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE(std::string(c.name) + (compute == at::kFloat ? " f32" : " bf16"));
+      const Linear rows = Linear::Quantized(c.layer.view(), compute);
+      const Linear tensors = Linear::QuantizedTensors(c.layer.view(), compute, at::Device(at::kCPU));
+      ASSERT_TRUE(rows.quantized());
+      ASSERT_TRUE(tensors.quantized());
+      const at::Tensor a = rows.weight(), b = tensors.weight();
+      ASSERT_EQ(a.sizes(), b.sizes());
+      ASSERT_EQ(a.scalar_type(), b.scalar_type());
+      EXPECT_TRUE(at::equal(a, b)) << "max |diff| " << (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<float>();
+      const at::Tensor x = at::randn({3, 2, a.size(1)}, at::TensorOptions().dtype(compute));
+      EXPECT_TRUE(at::equal(rows.Apply(x), tensors.Apply(x)));
+    }
+  }
+}
+
+TEST(QuantizedLinearTest, TensorsPathStaysWithinTheQuantizationErrorOfTheOriginal) {
+  for (auto& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    const auto& shape = c.layer.entry.shape;
+    const at::Tensor original =
+        at::from_blob(c.layer.original.data(), {shape[0], shape[1]}, at::kFloat).clone();
+    const at::Tensor w = Linear::QuantizedTensors(c.layer.view(), at::kFloat, at::Device(at::kCPU)).weight();
+    const float max_abs = original.abs().max().item<float>();
+    // Half a quantization step of the coarsest scheme (int4: 15 levels per group) bounds the error.
+    EXPECT_LE((w - original).abs().max().item<float>(), max_abs / 7.0f / 2.0f * 1.01f);
+    EXPECT_GT((w - original).abs().max().item<float>(), 0.0f);  // it was quantized, not copied
+  }
+}
+
+TEST(QuantizedLinearTest, ScratchIsReusedAcrossLayersOfOneThread) {
+  // Two layers applied one after the other on one thread: the second must not see the first's
+  // weights (the scratch is overwritten completely, also when the second layer is smaller).
+  auto big = Int8Layer(48, 96);
+  auto small = Int4Layer(16, 99, 128, true);
+  const Linear a = Linear::QuantizedTensors(big.view(), at::kFloat, at::Device(at::kCPU));
+  const Linear b = Linear::QuantizedTensors(small.view(), at::kFloat, at::Device(at::kCPU));
+  at::manual_seed(12);
+  const at::Tensor xa = at::randn({1, 96}), xb = at::randn({1, 99});
+  const at::Tensor expect_b = at::linear(xb, b.weight());
+  // Apply may use the few-row kernel, whose sums differ from the BLAS's in the last bits; stale
+  // weights would differ by far more.
+  (void)a.Apply(xa);
+  EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b, 1e-5, 1e-5));
+  (void)a.Apply(xa);
+  EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b, 1e-5, 1e-5));
+}
+
+}  // namespace
+}  // namespace unmask::model

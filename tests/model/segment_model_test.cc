@@ -1,0 +1,88 @@
+// The model over a loader segment: unquantized weights reproduce the golden outputs exactly,
+// quantized ones stay close to them.
+#include <ATen/ATen.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/model/llada_model.h"
+#include "common/sampler/reference_sampler.h"
+#include "common/registry/progressive_loader.h"
+#include "common/segment/weight_view.h"
+#include "tests/fixtures/test_paths.h"
+
+namespace unmask::model {
+namespace {
+
+// Loads the golden checkpoint into a fresh segment and attaches to it as an executor would.
+std::shared_ptr<const weights::AttachedModel> LoadSegment(const std::string& precision) {
+  auto spec = weights::PrecisionSpec::Parse(precision);
+  EXPECT_TRUE(spec.ok());
+  auto loaded = weights::LoadModelDir(unmask::testing::TestDataPath("tiny-llada"), *spec, "tiny-" + precision);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto attached = weights::AttachedModel::Attach(loaded->segment.name());
+  EXPECT_TRUE(attached.ok()) << attached.status().ToString();
+  (void)loaded->segment.Unlink();  // the mappings stay valid; nothing is left in /dev/shm
+  return std::make_shared<weights::AttachedModel>(std::move(*attached));
+}
+
+TEST(SegmentModelTest, Bf16SegmentReproducesTheGoldenCasesInFp32) {
+  auto model = LladaModel::FromSegment(LoadSegment("bf16"), ModelOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::ifstream in(unmask::testing::TestDataPath("tiny-llada.golden.json"));
+  const auto golden = nlohmann::json::parse(in);
+  for (int index : {0, 6, 7}) {  // plain, classifier-free guidance, temperature
+    const auto& c = golden["cases"][index];
+    generation::GenerationParams p;
+    p.steps = c["steps"];
+    p.gen_length = c["gen_length"];
+    p.block_length = c["block_length"];
+    p.temperature = c["temperature"];
+    p.cfg_scale = c["cfg_scale"];
+    p.seed = c["seed"];
+    sampler::PromptBatch prompts;
+    prompts.ids = c["prompt"].get<std::vector<std::vector<std::int64_t>>>();
+    auto r = sampler::ReferenceGenerate(**model, prompts, p);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->output, c["output"].get<std::vector<std::vector<std::int64_t>>>()) << "case " << index;
+  }
+}
+
+at::Tensor GoldenForwardLogits(const LladaModel& m) {
+  std::ifstream in(unmask::testing::TestDataPath("tiny-llada.golden.json"));
+  auto ids = nlohmann::json::parse(in)["forward"]["input"].get<std::vector<std::int64_t>>();
+  at::Tensor input = at::from_blob(ids.data(), {1, static_cast<std::int64_t>(ids.size())}, at::kLong).clone();
+  return m.Logits(input, at::Tensor())[0].to(at::kFloat);
+}
+
+TEST(SegmentModelTest, QuantizedLinearLayersRunFromPackedBytes) {
+  auto reference = LladaModel::FromSegment(LoadSegment("bf16"), ModelOptions{});
+  ASSERT_TRUE(reference.ok());
+  const at::Tensor ref = GoldenForwardLogits(**reference);
+  for (const char* precision : {"int8", "int4:g32:sym", "int4:g64"}) {
+    auto model = LladaModel::FromSegment(LoadSegment(precision), ModelOptions{});
+    ASSERT_TRUE(model.ok()) << precision << ": " << model.status().ToString();
+    EXPECT_TRUE((*model)->weights().blocks[0].q_proj.quantized()) << precision;
+    EXPECT_FALSE((*model)->weights().lm_head.quantized()) << "the LM head stays 16-bit by default";
+    const at::Tensor q = GoldenForwardLogits(**model);
+    const double rel = ((q - ref).abs().max() / ref.abs().max()).item<double>();
+    EXPECT_GT(rel, 0.0) << precision << ": quantization changed nothing";
+    EXPECT_LT(rel, 0.2) << precision;
+  }
+}
+
+TEST(SegmentModelTest, Bf16ComputeOverBf16SegmentIsZeroCopy) {
+  auto segment = LoadSegment("bf16");
+  ModelOptions bf16;
+  bf16.precision = Precision::kBFloat16;
+  auto model = LladaModel::FromSegment(segment, bf16);
+  ASSERT_TRUE(model.ok());
+  const auto* data = static_cast<const std::uint8_t*>((*model)->weights().wte.data_ptr());
+  const auto* base = segment->segment().data();
+  EXPECT_TRUE(data >= base && data < base + segment->segment().size()) << "wte was copied out of the segment";
+}
+
+}  // namespace
+}  // namespace unmask::model

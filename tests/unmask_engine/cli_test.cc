@@ -1,0 +1,242 @@
+// The real unmask-engine and make-model binaries, run the way a user runs them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/fixtures/temp_checkpoint.h"
+#include "tests/fixtures/test_paths.h"
+
+namespace unmask {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Join(const json& ids) {
+  std::string s;
+  for (const auto& id : ids) s += (s.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
+  return s;
+}
+
+TEST(UnmaskEngineCliTest, GenerateJsonMatchesTheGoldenFileForBatchAndSampledCases) {
+  std::ifstream in(unmask::testing::TestDataPath("tiny-llada.golden.json"));
+  const json golden = json::parse(in);
+  for (int index : {3, 7, 8}) {  // a batch of two, temperature 0.7, random remasking
+    const json& c = golden["cases"][index];
+    std::string cmd = std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada");
+    for (const auto& row : c["prompt"]) cmd += " --prompt-ids " + Join(row);
+    cmd += " --steps " + std::to_string(c["steps"].get<int>()) + " --gen-length " + std::to_string(c["gen_length"].get<int>()) +
+           " --block-length " + std::to_string(c["block_length"].get<int>()) + " --temperature " +
+           std::to_string(c["temperature"].get<double>()) + " --remasking " + c["remasking"].get<std::string>() +
+           " --seed " + std::to_string(c["seed"].get<int>()) + " --precision fp32 --json";  // the golden is fp32
+    CommandResult r = RunCommand(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    json out = json::parse(r.out);
+    EXPECT_EQ(out["output"], c["output"]) << "case " << index;
+    EXPECT_EQ(out["unmasked_per_step"], c["unmasked_per_step"]) << "case " << index;
+    EXPECT_GT(out["seconds"].get<double>(), 0.0);
+  }
+}
+
+TEST(UnmaskEngineCliTest, BadInputExitsWithTwoAndNamesTheProblem) {
+  const std::string base = std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada");
+  CommandResult r = RunCommand(base + " --prompt-ids 1,,2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--prompt-ids '1,,2': element 1"));
+  r = RunCommand(base + " --prompt-ids 1,2 --gen-length 12 --block-length 8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--block-length: must divide gen_length (12), got 8"));
+  r = RunCommand(base + " --prompt-ids 1 --remasking sideways");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--remasking: 'sideways' is not one of low_confidence, random"));
+  r = RunCommand(base + " --prompt-ids 1 --precision fp8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("precision 'fp8'"));
+  r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model /nonexistent --prompt-ids 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("/nonexistent/config.json"));
+  r = RunCommand(base + " --prompt-ids 1 --steps banana");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--steps"));
+}
+
+TEST(UnmaskEngineCliTest, EveryFastModeIsReachableAndGivesFastDllmsIds) {
+  std::ifstream in(unmask::testing::TestDataPath("tiny-llada.fastdllm.golden.json"));
+  const json golden = json::parse(in);
+  for (int index : {0, 1, 2, 3}) {  // prefix_cache, prefix_cache+threshold, dual_cache, dual_cache+threshold
+    const json& c = golden["cases"][index];
+    const std::string cmd = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                            unmask::testing::TestDataPath("tiny-llada") + " --prompt-ids " + Join(c["prompt"]) +
+                            " --steps " + std::to_string(c["steps"].get<int>()) + " --gen-length " +
+                            std::to_string(c["gen_length"].get<int>()) + " --block-length " +
+                            std::to_string(c["block_length"].get<int>()) + " --sampler " + c["sampler"].get<std::string>() +
+                            " --threshold 0.9 --no-early-stop --precision fp32 --json";  // the golden is fp32
+    CommandResult r = RunCommand(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const json out = json::parse(r.out);
+    EXPECT_EQ(out["output"][0], c["output"]) << c["sampler"];
+    EXPECT_EQ(out["sampler"], c["sampler"]);
+    EXPECT_EQ(out["steps_run"], c["nfe"]) << c["sampler"];
+  }
+}
+
+TEST(UnmaskEngineCliTest, BadSamplerOptionsAreNamed) {
+  const std::string base =
+      std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") + " --prompt-ids 1,2";
+  CommandResult r = RunCommand(base + " --sampler warp_speed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--sampler"));
+  EXPECT_THAT(r.out, HasSubstr("warp_speed"));
+  EXPECT_THAT(r.out, HasSubstr("dual_cache+threshold"));  // what is accepted
+  r = RunCommand(base + " --sampler threshold --threshold -1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--threshold: must be in [0, 1], got -1"));
+  r = RunCommand(base + " --sampler factor --factor 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--factor: must be in (0, 1e+06], got 0"));
+  r = RunCommand(base + " --threads -2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--threads"));
+  r = RunCommand(base + " --gemm turbo");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--gemm: gemm path 'turbo' is not one of auto, avx512, avx2, blas"));
+}
+
+TEST(UnmaskEngineCliTest, TheKernelAndTheBlasGiveTheSameIds) {
+  const std::string base = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                           unmask::testing::TestDataPath("tiny-llada") +
+                           " --prompt-ids 1,2,3,4 --gen-length 16 --block-length 8 --steps 16 --precision fp32 --json";
+  CommandResult blas = RunCommand(base + " --gemm blas");
+  ASSERT_EQ(blas.exit_code, 0) << blas.out;
+  for (const char* path : {"auto", "avx2", "avx512"}) {
+    CommandResult kernel = RunCommand(base + " --gemm " + path);
+    if (kernel.exit_code == 2 && kernel.out.find("this CPU lacks") != std::string::npos) continue;  // not on this CPU
+    ASSERT_EQ(kernel.exit_code, 0) << kernel.out;
+    const json out = json::parse(kernel.out);
+    EXPECT_EQ(json::parse(blas.out)["output"], out["output"]) << path;
+    if (std::string(path) != "auto") {
+      EXPECT_THAT(out["compute"]["gemm"].get<std::string>(), HasSubstr(std::string(path) + " (--gemm"));
+    }
+  }
+}
+
+// No --precision: the compute type comes from the device and the CPU, and the output says which
+// and why, with the threading and the kernel path.
+TEST(UnmaskEngineCliTest, TheDefaultPrecisionIsChosenAndExplained) {
+  const std::string base = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                           unmask::testing::TestDataPath("tiny-llada") +
+                           " --prompt-ids 1,2,3,4 --gen-length 16 --block-length 8 --steps 16 --json";
+  CommandResult r = RunCommand(base);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json compute = json::parse(r.out)["compute"];
+  // tiny-llada is stored as bf16: bf16 where the CPU has bf16 instructions, fp32 elsewhere.
+  const std::string flags = compute["cpu_flags"].get<std::string>();
+  const bool native_bf16 = flags.find("avx512_bf16") != std::string::npos || flags.find("amx_bf16") != std::string::npos;
+  EXPECT_EQ(compute["precision"], native_bf16 ? "bf16" : "fp32") << flags;
+  EXPECT_THAT(compute["precision_why"].get<std::string>(), HasSubstr("CPU"));
+  EXPECT_THAT(compute["threads"].get<std::string>(), HasSubstr("intra-op threads"));
+  EXPECT_FALSE(compute["cpu_flags"].get<std::string>().empty());
+  r = RunCommand(base + " --precision bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["compute"]["precision"], "bf16");
+  EXPECT_EQ(json::parse(r.out)["compute"]["precision_why"], "--precision bf16 was given");
+  r = RunCommand(base + " --precision fp64");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--precision: precision 'fp64' is not one of auto, fp32, bf16, fp16"));
+}
+
+TEST(MakeModelCliTest, WritesACheckpointTheEngineGeneratesFrom) {
+  unmask::testing::TempDir dir;
+  const std::string model = dir.File("m");
+  CommandResult made = RunCommand(std::string(MAKE_MODEL_BIN) + " --out " + model +
+                        " --d-model 32 --n-layers 2 --n-heads 4 --n-kv-heads 2 --mlp-hidden-size 48 --vocab-size 126464 --shards 3");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  EXPECT_THAT(made.out, HasSubstr("parameters"));
+  std::ifstream index(model + "/model.safetensors.index.json");
+  EXPECT_EQ(json::parse(index)["weight_map"].size(), 1u + 2u * 9u + 2u);
+  CommandResult gen = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + model +
+                       " --prompt-ids 5,6,7 --steps 8 --gen-length 8 --block-length 4 --precision bf16 --json");
+  ASSERT_EQ(gen.exit_code, 0) << gen.out;
+  EXPECT_EQ(json::parse(gen.out)["output"][0].size(), 8u);
+
+  CommandResult bad = RunCommand(std::string(MAKE_MODEL_BIN) + " --out " + dir.File("bad") + " --d-model 30 --n-heads 4");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("'d_model' (30) is not divisible by 'n_heads' (4)"));
+}
+
+}  // namespace
+}  // namespace unmask
+
+namespace unmask {
+namespace {
+
+const std::string kLladaLikeTokenizer = unmask::testing::TestDataPath("tokenizers/llada-like.tokenizer.json");
+
+TEST(UnmaskEngineCliTest, ChatPromptIsEncodedWithTheTemplateAndTextIsPrinted) {
+  CommandResult r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") +
+                               " --tokenizer " + kLladaLikeTokenizer +
+                               " --prompt 'Hello there' --chat --steps 8 --gen-length 8 --block-length 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json out = json::parse(r.out);
+  const auto prompt = out["prompt_ids"][0].get<std::vector<std::int64_t>>();
+  ASSERT_GE(prompt.size(), 8u);
+  EXPECT_EQ(prompt[0], 126080);  // <|startoftext|>
+  EXPECT_EQ(prompt[1], 126346);  // <|start_header_id|>
+  // user turn + assistant generation prompt: two headers, one <|eot_id|>, no EOS.
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126346), 2);
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126347), 2);
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126348), 1);
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), 126081), 0);
+  EXPECT_TRUE(out.contains("text"));
+  EXPECT_EQ(out["output"][0].size(), 8u);
+}
+
+TEST(UnmaskEngineCliTest, PromptWithoutTokenizerIsRefused) {
+  CommandResult r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") +
+                               " --prompt hi");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--prompt needs a tokenizer"));
+  r = RunCommand(std::string(UNMASK_ENGINE_BIN) + " generate --model " + unmask::testing::TestDataPath("tiny-llada") +
+                 " --prompt hi --prompt-ids 1,2 --tokenizer " + kLladaLikeTokenizer);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("either --prompt or --prompt-ids"));
+}
+
+TEST(UnmaskEngineCliTest, TokenizeAndDetokenizeRoundTripThroughTheBinary) {
+  CommandResult ids = RunCommand("printf 'hello <|eot_id|> world' | " + std::string(UNMASK_ENGINE_BIN) +
+                                 " tokenize --special --json --tokenizer " + kLladaLikeTokenizer);
+  ASSERT_EQ(ids.exit_code, 0) << ids.out;
+  const json j = json::parse(ids.out);
+  const auto list = j["ids"].get<std::vector<std::int64_t>>();
+  EXPECT_NE(std::find(list.begin(), list.end(), 126348), list.end()) << "the special token was not parsed";
+  CommandResult text = RunCommand("echo '" + j.dump() + "' | " + std::string(UNMASK_ENGINE_BIN) +
+                                  " detokenize --tokenizer " + kLladaLikeTokenizer);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_EQ(text.out, "hello <|eot_id|> world");
+}
+
+}  // namespace
+}  // namespace unmask
