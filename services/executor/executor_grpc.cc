@@ -44,7 +44,8 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
     call.span().SetAttribute("model", req->model_id());
     if (req->model_id() != model_id_)
       return services::ToGrpcStatus(NotFoundError("model_id: this executor serves '" + model_id_ + "', not '" +
-                                                   req->model_id() + "'"));
+                                                   req->model_id() + "'")
+                                        .WithField("model_id"));
     auto serving = core_.ServingModel();
     if (!serving.ok()) return services::ToGrpcStatus(serving.status());
     auto request = JobRequestFromProto(*req, (*serving)->config());

@@ -89,7 +89,7 @@ StatusOr<weights::PrecisionSpec> LoaderCore::ResolvePrecision(const std::string&
 StatusOr<weights::ModelInfo> LoaderCore::Load(const std::string& model_id, const std::string& precision,
                                               const std::function<bool(const weights::LoadProgress&)>& on_progress,
                                               LoadObserver observer) {
-  if (model_id.empty()) return InvalidArgumentError("model_id: must not be empty");
+  if (model_id.empty()) return InvalidFieldError("model_id", "must not be empty");
   UNMASK_ASSIGN_OR_RETURN(weights::PrecisionSpec spec, ResolvePrecision(precision));
   auto board = BoardFor(model_id);
   // Subscribed before the load starts so that the observer sees it from its first update; gone
@@ -154,8 +154,8 @@ StatusOr<std::vector<std::string>> LoaderCore::Unload(const std::string& model_i
 }
 
 StatusOr<LoaderCore::Attachment> LoaderCore::Attach(const std::string& model_id, const std::string& executor_id) {
-  if (model_id.empty()) return InvalidArgumentError("model_id: must not be empty");
-  if (executor_id.empty()) return InvalidArgumentError("executor_id: must not be empty");
+  if (model_id.empty()) return InvalidFieldError("model_id", "must not be empty");
+  if (executor_id.empty()) return InvalidFieldError("executor_id", "must not be empty");
   UNMASK_RETURN_IF_ERROR(registry_.Attach(model_id, executor_id));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -99,7 +99,7 @@ grpc::Status LoaderGrpcService::UnloadModel(grpc::ServerContext* ctx, const v1::
   return Serve(ctx, "UnloadModel", [&](telemetry::ServerCall& call) -> Status {
     call.span().SetAttribute("model_id", req->model_id());
     call.span().SetAttribute("force", req->force());
-    if (req->model_id().empty()) return InvalidArgumentError("model_id: must not be empty");
+    if (req->model_id().empty()) return InvalidFieldError("model_id", "must not be empty");
     UNMASK_ASSIGN_OR_RETURN(auto notified, core_.Unload(req->model_id(), req->force()));
     for (const auto& e : notified) resp->add_notified_executors(e);
     call.span().SetAttribute("notified_executors", static_cast<std::int64_t>(notified.size()));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "services/common/grpc_status.h"
 #include "services/common/server_runner.h"
 #include "services/executor/executor_core.h"
 #include "services/executor/executor_grpc.h"
@@ -298,10 +299,12 @@ TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
   RunOutcome r = Run(req);
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(r.status.error_message(), HasSubstr("model_id"));
+  EXPECT_EQ(services::FromGrpcStatus(r.status).field(), "model_id");  // google.rpc.BadRequest on the wire
 
   r = Run(Request({1, 2}, 12, 8, 16));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(r.status.error_message(), HasSubstr("params.block_length: must divide gen_length (12), got 8"));
+  EXPECT_EQ(services::FromGrpcStatus(r.status).field(), "params.block_length");
 
   r = Run(Request({}, 8, 8, 8));
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
