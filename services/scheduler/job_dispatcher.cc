@@ -7,6 +7,7 @@
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
 #include "services/common/grpc_status.h"
+#include "services/scheduler/scheduler_core.h"
 #include "unmask/v1/scheduler.pb.h"
 
 namespace unmask::scheduler {
@@ -53,8 +54,7 @@ v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix
 v1::JobEvent Failure(const std::string& job_id, const Status& s) {
   v1::JobEvent ev;
   ev.set_job_id(job_id);
-  ev.mutable_failed()->set_code(static_cast<int>(s.code()));
-  ev.mutable_failed()->set_message(s.message());
+  *ev.mutable_failed() = FailedOf(s);
   return ev;
 }
 

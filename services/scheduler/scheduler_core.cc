@@ -210,6 +210,26 @@ bool IsQueueFull(const Status& status) {
   return status.code() == StatusCode::kResourceExhausted && status.reason() == kQueueFull;
 }
 
+v1::Failed FailedOf(const Status& status) {
+  v1::Failed f;
+  f.set_code(static_cast<int>(status.code()));
+  f.set_message(status.message());
+  if (const ErrorDetail* d = status.detail()) {
+    f.set_field(d->field);
+    f.set_reason(d->reason);
+    f.mutable_metadata()->insert(d->metadata.begin(), d->metadata.end());
+  }
+  return f;
+}
+
+Status StatusOf(const v1::Failed& f) {
+  const auto code = static_cast<StatusCode>(f.code());
+  const StatusCode effective = code == StatusCode::kOk ? StatusCode::kInternal : code;
+  if (f.field().empty() && f.reason().empty() && f.metadata().empty()) return Status(effective, f.message());
+  return Status(effective, f.message(),
+                ErrorDetail{f.field(), f.reason(), {f.metadata().begin(), f.metadata().end()}});
+}
+
 v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record) {
   v1::JobEvent ev;
   ev.set_job_id(record.job_id);

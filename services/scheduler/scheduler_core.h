@@ -102,6 +102,10 @@ class SchedulerCore {
 // answer the two differently (HTTP: 429 and 503) tell them apart with this.
 bool IsQueueFull(const Status& status);
 
+// A job's failure as the API reports it (JobEvent.failed), its detail included, and back.
+v1::Failed FailedOf(const Status& status);
+Status StatusOf(const v1::Failed& failed);  // an OK code is taken as INTERNAL
+
 // The terminal event of a job that ended without one in its log (cancelled while queued,
 // expired, dead-lettered).
 v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record);

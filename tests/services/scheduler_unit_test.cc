@@ -242,3 +242,33 @@ TEST(ClampAdapterTest, OffChangesNothingAndUnknownBudgetSkipsTheClamp) {
 
 }  // namespace
 }  // namespace unmask::scheduler
+
+namespace unmask::scheduler {
+namespace {
+
+// A job that fails after acceptance keeps its error's detail in JobEvent.failed (and so in the
+// job's event log, Watch and the HTTP error).
+TEST(FailedEventTest, KeepsTheDetailOfTheError) {
+  const Status error = InvalidFieldError("params.steps", "must be <= gen_length (8), got 16")
+                           .WithReason("INVALID_VALUE", {{"limit", "8"}});
+  const v1::Failed f = FailedOf(error);
+  EXPECT_EQ(f.code(), static_cast<int>(StatusCode::kInvalidArgument));
+  EXPECT_EQ(f.field(), "params.steps");
+  EXPECT_EQ(f.reason(), "INVALID_VALUE");
+  EXPECT_EQ(f.metadata().at("limit"), "8");
+  const Status back = StatusOf(f);
+  EXPECT_EQ(back.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(back.message(), error.message());
+  EXPECT_EQ(back.field(), "params.steps");
+  EXPECT_EQ(back.reason(), "INVALID_VALUE");
+
+  const v1::Failed plain = FailedOf(InternalError("boom"));
+  EXPECT_TRUE(plain.field().empty() && plain.reason().empty());
+  EXPECT_EQ(StatusOf(plain).detail(), nullptr);
+  v1::Failed ok_code;
+  ok_code.set_message("no code");
+  EXPECT_EQ(StatusOf(ok_code).code(), StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace unmask::scheduler

@@ -149,7 +149,10 @@ int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char
       call.span().SetAttribute("job.id", ev.job_id());
       job_id_set = true;
     }
-    if (ev.has_failed()) failure = "job failed (code " + std::to_string(ev.failed().code()) + "): " + ev.failed().message();
+    if (ev.has_failed()) {
+      failure = "job failed (code " + std::to_string(ev.failed().code()) + "): " + ev.failed().message();
+      if (!ev.failed().field().empty()) failure += "\n  field: " + ev.failed().field();
+    }
     if (json) {
       std::cout << ToJson(ev) << std::endl;
       if (ev.has_failed()) code = 1;

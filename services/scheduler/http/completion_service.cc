@@ -14,10 +14,6 @@ std::int64_t UnixSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-Status FailedStatus(const v1::Failed& f) {
-  const auto code = static_cast<StatusCode>(f.code());
-  return Status(code == StatusCode::kOk ? StatusCode::kInternal : code, f.message());
-}
 
 Status ShuttingDown(const std::string& job_id) {
   return UnavailableError("the scheduler is shutting down; job " + job_id + " stays queued and can be watched elsewhere");
@@ -74,7 +70,7 @@ StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
           done = ev.completed();
           have_done = true;
         } else if (ev.has_failed()) {
-          failure = FailedStatus(ev.failed());
+          failure = StatusOf(ev.failed());
         }
         return true;
       },
@@ -127,7 +123,7 @@ bool CompletionService::Stream(const AcceptedCompletion& a, const std::function<
           send(kSseDone);
           finished = true;
         } else if (ev.has_failed()) {
-          send(SseData(ToHttpError(FailedStatus(ev.failed())).body));
+          send(SseData(ToHttpError(StatusOf(ev.failed())).body));
           finished = true;
         }
         return client_ok;
