@@ -38,8 +38,12 @@ SamplerMode WithSamplerKind(SamplerMode mode, SamplerKind kind) {
     case SamplerKind::kPrefixCache: cache = CacheKind::kPrefix; break;
     case SamplerKind::kDualCache: cache = CacheKind::kDual; break;
   }
-  // FastModeName gives the canonical name of every (cache, rule) pair.
-  return *generation::ParseSamplerMode(generation::FastModeName(cache, rule));
+  for (SamplerMode m : generation::AllSamplerModes()) {  // the mode of that (cache, rule) pair
+    CacheKind c;
+    DecodeRule r;
+    if (generation::FastModeOf(m, &c, &r) && c == cache && r == rule) return m;
+  }
+  return mode;  // unreachable: every pair has its mode
 }
 
 }  // namespace unmask::fitting

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "common/generation/field_names.h"
 #include "common/generation/validate.h"
 
 namespace unmask::generation {
@@ -15,13 +16,7 @@ std::optional<std::int64_t> Optional(bool has, T value) {
 }  // namespace
 
 Status UnderField(const std::string& prefix, const Status& status) {
-  if (status.ok() || status.field().empty()) return status;
-  const std::string& field = status.field();
-  const std::string& m = status.message();
-  std::string message = m.rfind(field + ":", 0) == 0 ? prefix + "." + m : prefix + "." + field + ": " + m;
-  ErrorDetail detail = *status.detail();
-  detail.field = prefix + "." + field;
-  return Status(status.code(), std::move(message), std::move(detail));
+  return status.field().empty() ? status : RenameField(status, prefix + "." + status.field());
 }
 
 StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in) {

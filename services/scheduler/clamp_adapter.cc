@@ -1,6 +1,16 @@
 #include "services/scheduler/clamp_adapter.h"
 
+#include "common/quant/quant_policy.h"
+
 namespace unmask::scheduler {
+
+StatusOr<int> ExecutorComputeBytes(const std::string& executor_precision) {
+  auto p = weights::ParsePrecisionName(executor_precision);  // the one parser of precision names
+  if (p.ok() && *p == weights::Precision::kFp32) return 4;
+  if (p.ok() && (*p == weights::Precision::kBf16 || *p == weights::Precision::kFp16)) return 2;
+  return InvalidArgumentError("--executor-precision: '" + executor_precision +
+                              "' is not one of fp32, bf16, fp16 (what the executors compute in)");
+}
 
 Clamper MakeClamper(fitting::ClampPolicy policy, int compute_dtype_bytes) {
   return [policy, compute_dtype_bytes](const ClampInput& in) -> StatusOr<ClampOutput> {

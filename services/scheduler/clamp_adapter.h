@@ -7,6 +7,10 @@
 
 namespace unmask::scheduler {
 
+// "fp32" -> 4, "bf16" / "fp16" -> 2 (the bytes of what executors compute in, for the memory
+// model); InvalidArgument naming --executor-precision for any other name.
+StatusOr<int> ExecutorComputeBytes(const std::string& executor_precision);
+
 // compute_dtype_bytes: what the executors compute in (4 for fp32, 2 for bf16/fp16) when they do
 // not report it (ClampInput::compute_dtype_bytes 0).
 Clamper MakeClamper(fitting::ClampPolicy policy, int compute_dtype_bytes);

@@ -7,6 +7,7 @@
 #include "common/generation/params_proto.h"
 #include "common/generation/validate.h"
 #include "common/tokenizer/chat_template.h"
+#include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler {
@@ -18,9 +19,8 @@ constexpr char kQueueFull[] = "QUEUE_FULL";
 // Bytes per element of an executor's reported compute type; 0 when it reports none (an executor
 // older than the report): the clamp then assumes the scheduler's --executor-precision.
 int ComputeBytes(const std::string& compute_precision) {
-  if (compute_precision == "fp32") return 4;
-  if (compute_precision == "bf16" || compute_precision == "fp16") return 2;
-  return 0;
+  auto bytes = ExecutorComputeBytes(compute_precision);
+  return bytes.ok() ? *bytes : 0;
 }
 
 std::int64_t NowMs() {

@@ -7,7 +7,6 @@
 #include "common/jobs/memory_job_store.h"
 #include "common/jobs/redis_job_store.h"
 #include "common/util/host_port.h"
-#include "common/quant/quant_policy.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/dispatch_policy.h"
 #include "services/scheduler/request_limits.h"
@@ -34,14 +33,6 @@ Status Usage(const Status& cause, std::string message) {
 }
 
 }  // namespace
-
-StatusOr<int> ExecutorComputeBytes(const std::string& executor_precision) {
-  auto p = weights::ParsePrecisionName(executor_precision);  // the one parser of precision names
-  if (p.ok() && *p == weights::Precision::kFp32) return 4;
-  if (p.ok() && (*p == weights::Precision::kBf16 || *p == weights::Precision::kFp16)) return 2;
-  return InvalidArgumentError("--executor-precision: '" + executor_precision +
-                              "' is not one of fp32, bf16, fp16 (what the executors compute in)");
-}
 
 struct SchedulerServer::Prepared {
   fitting::ClampPolicy clamp;

@@ -115,8 +115,4 @@ inline StatusOr<std::unique_ptr<SchedulerServer>> StartSchedulerServer(const Sch
   return SchedulerServer::Start(options);
 }
 
-// "fp32" -> 4, "bf16" / "fp16" -> 2 (the bytes of what executors compute in, for the memory
-// model); InvalidArgument naming --executor-precision for any other name.
-StatusOr<int> ExecutorComputeBytes(const std::string& executor_precision);
-
 }  // namespace unmask::scheduler

@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "common/generation/field_names.h"
 #include "common/generation/params.h"
 #include "common/generation/params_proto.h"
 #include "common/generation/validate.h"
@@ -131,6 +132,18 @@ TEST(Remasking, ParsesItsTwoNames) {
   auto bad = ParseRemasking("top_k");
   EXPECT_EQ(bad.status().field(), "remasking");
   EXPECT_THAT(bad.status().message(), HasSubstr("'top_k' is not one of low_confidence, random"));
+}
+
+TEST(FieldNames, RenamingAFieldRenamesItInTheMessageAndDetail) {
+  Status s = InvalidFieldError("steps", "must be >= 1, got 0").WithReason("R");
+  Status r = RenameField(s, "--steps");
+  EXPECT_EQ(r.message(), "--steps: must be >= 1, got 0");
+  EXPECT_EQ(r.field(), "--steps");
+  EXPECT_EQ(r.reason(), "R");
+  Status other = RenameField(InvalidArgumentError("something else").WithField("steps"), "max_tokens");
+  EXPECT_EQ(other.message(), "something else");  // the message did not lead with the field
+  EXPECT_EQ(other.field(), "max_tokens");
+  EXPECT_EQ(RenameField(InvalidArgumentError("no field"), "x").detail(), nullptr);
 }
 
 TEST(Proto, AnEmptyMessageIsTheDefaults) {

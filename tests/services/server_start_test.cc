@@ -12,6 +12,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "services/executor/executor_server.h"
 #include "services/loader/loader_server.h"
+#include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/scheduler_server.h"
 #include "tests/fixtures/temp_checkpoint.h"
 #include "tests/fixtures/test_paths.h"

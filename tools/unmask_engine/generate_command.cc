@@ -1,5 +1,7 @@
 #include "tools/unmask_engine/generate_command.h"
 
+#include "common/generation/field_names.h"
+
 #include <sys/stat.h>
 
 #include <chrono>
@@ -85,11 +87,9 @@ Status BuildPrompts(const GenerateOptions& o, const tokenizer::Tokenizer* tok, s
 // A generation library error about field "block_length: ..." as the flag that set it:
 // "--block-length: ...".
 Status AsFlagError(const Status& s) {
-  const std::string& field = s.field();
-  if (field.empty() || s.message().rfind(field + ":", 0) != 0) return s;
-  std::string flag = "--" + field;
+  std::string flag = "--" + s.field();
   for (char& c : flag) c = c == '_' ? '-' : c;
-  return Status(s.code(), flag + s.message().substr(field.size()), *s.detail());
+  return s.field().empty() ? s : generation::RenameField(s, flag);
 }
 
 // Cuts a row at its first EOS or EoT (the stop token itself is dropped).

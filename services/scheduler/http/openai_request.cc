@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/generation/field_names.h"
 #include "common/generation/params_proto.h"
 #include "common/generation/sampler_mode.h"
 #include "services/scheduler/http/field_names.h"
@@ -176,16 +177,8 @@ Status ParseStop(const json& body, OpenAiRequest& out) {
 // The generation library's rules over the parameters as a whole (divisibility of the lengths,
 // ...), the same as every other door's, said in the HTTP API's field names.
 Status CheckParams(const v1::GenerationParams& params) {
-  auto checked = generation::ParamsFromProto(params);
-  if (checked.ok()) return OkStatus();
-  const Status& s = checked.status();
-  if (s.field().empty()) return s;
-  const std::string name = OpenAiFieldName(s.field());
-  std::string message = s.message();
-  if (message.rfind(s.field() + ":", 0) == 0) message = name + message.substr(s.field().size());
-  ErrorDetail detail = *s.detail();
-  detail.field = name;
-  return Status(s.code(), std::move(message), std::move(detail));
+  const Status s = generation::ParamsFromProto(params).status();
+  return s.field().empty() ? s : generation::RenameField(s, OpenAiFieldName(s.field()));
 }
 
 Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest& out) {
