@@ -12,6 +12,7 @@
 #include "common/checkpoint/llada_config.h"
 #include "common/segment/layout.h"
 #include "common/segment/segment_format.h"
+#include "tests/fixtures/tiny_config.h"
 
 using namespace unmask;
 
@@ -26,18 +27,18 @@ void WriteBytes(const std::string& path, const std::string& bytes) {
   }
 }
 
-checkpoint::LladaConfig TinyConfig() {
-  checkpoint::LladaConfig c;
-  c.d_model = 32;
-  c.n_heads = 2;
-  c.n_kv_heads = 2;
-  c.n_layers = 1;
-  c.mlp_hidden_size = 64;
-  c.vocab_size = c.embedding_size = 48;
-  c.mask_token_id = 47;
-  c.eos_token_id = c.pad_token_id = 46;
-  c.eot_token_id = 45;
-  return c;
+// The fixtures' small config (tests/fixtures/tiny_config.h) on one layer of two heads, a
+// vocabulary of 48 and LLaDA's context, with an end-of-turn id inside the vocabulary as a chat
+// checkpoint has.
+checkpoint::LladaConfig SeedConfig() {
+  unmask::testing::TinyShape shape;
+  shape.n_layers = 1;
+  shape.vocab = 48;
+  shape.n_heads = 2;
+  shape.max_sequence_length = 4096;
+  checkpoint::LladaConfig config = unmask::testing::SmallConfig(shape);
+  config.eot_token_id = shape.vocab - 3;
+  return config;
 }
 
 // A ready segment of `manifest` whose data region holds pseudo-random bytes.
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string corpus = argv[1];
-  const checkpoint::LladaConfig config = TinyConfig();
+  const checkpoint::LladaConfig config = SeedConfig();
   std::uint32_t seed = 1;
   for (const char* spec_text : {"bf16", "fp32", "int8", "int4:g32:asym", "int4:g32:sym:emb"}) {
     auto spec = weights::PrecisionSpec::Parse(spec_text);

@@ -13,51 +13,26 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/checkpoint/checkpoint_writer.h"
-#include "common/quant/convert.h"
 #include "common/util/remove_tree.h"
+#include "tests/fixtures/temp_checkpoint.h"
 
 namespace unmask::weights::bench {
 
 checkpoint::LladaConfig BenchConfig(std::int64_t d_model, std::int64_t n_layers, std::int64_t mlp, std::int64_t vocab) {
-  checkpoint::LladaConfig c;
-  c.d_model = d_model;
-  c.n_heads = d_model / 128;
-  c.n_kv_heads = c.n_heads;
-  c.n_layers = n_layers;
-  c.mlp_hidden_size = mlp;
-  c.vocab_size = vocab;
-  c.embedding_size = vocab;
-  if (c.mask_token_id >= vocab) c.mask_token_id = vocab - 1;
-  if (c.eos_token_id >= vocab) c.eos_token_id = c.pad_token_id = vocab - 2;
-  return c;
+  return unmask::testing::SmallConfig({d_model, n_layers, mlp, vocab, d_model / 128, d_model / 128, 4096});
 }
 
-Status WriteRandomCheckpoint(const std::string& dir, const checkpoint::LladaConfig& config, int shards) {
-  {
-    std::ofstream out(dir + "/config.json");
-    out << config.ToJsonText();
+std::string WriteTempCheckpoint(const checkpoint::LladaConfig& config, int shards) {
+  const std::string dir = MakeTempDir("unmask-bench-ckpt");
+  std::fprintf(stderr, "writing a %s MiB checkpoint to %s ...\n", MiB(config.parameter_count() * 2).c_str(), dir.c_str());
+  try {
+    unmask::testing::WriteRandomCheckpoint(dir, config, shards);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    RemoveTree(dir);
+    std::exit(1);
   }
-  std::vector<checkpoint::TensorSpec> specs;
-  for (const auto& t : checkpoint::ExpectedTensors(config))
-    specs.push_back({t.name, checkpoint::DType::kBF16, t.shape});
-  std::uint64_t state = 0x9e3779b97f4a7c15ull;
-  return checkpoint::WriteShardedCheckpoint(
-      dir, specs, shards, [&](const checkpoint::TensorSpec& spec, std::uint8_t* dst) {
-        auto* out = reinterpret_cast<std::uint16_t*>(dst);
-        const std::uint64_t n = spec.nbytes() / 2;
-        const bool norm = spec.shape.size() == 1;
-        for (std::uint64_t i = 0; i < n; ++i) {
-          // xorshift64*; the sum of four 16-bit uniforms is close to normal (Irwin-Hall).
-          state ^= state >> 12;
-          state ^= state << 25;
-          state ^= state >> 27;
-          const std::uint64_t r = state * 0x2545f4914f6cdd1dull;
-          const float sum = static_cast<float>((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48));
-          const float z = (sum / 65535.0f - 2.0f) * 1.7320508f;  // mean 0, variance 1
-          out[i] = F32ToBf16(norm ? 1.0f + 0.1f * z : 0.02f * z);
-        }
-      });
+  return dir;
 }
 
 std::string MakeTempDir(const std::string& prefix) {

@@ -11,11 +11,13 @@
 
 namespace unmask::weights::bench {
 
-// LLaDA layout with the real vocabulary and d_model/layers chosen for about 1 GB of bf16.
+// The fixtures' config (tests/fixtures/tiny_config.h) at the benchmarks' size: d_model / 128
+// heads and as many KV heads, LLaDA's context; the defaults give about 1 GB of bf16.
 checkpoint::LladaConfig BenchConfig(std::int64_t d_model, std::int64_t n_layers, std::int64_t mlp, std::int64_t vocab);
 
-// Writes config.json and `shards` bf16 safetensors files of N(0, 0.02)-like random values.
-Status WriteRandomCheckpoint(const std::string& dir, const checkpoint::LladaConfig& config, int shards);
+// A fresh temp directory holding the fixtures' random bf16 checkpoint of `config` in `shards`
+// shards (tests/fixtures/temp_checkpoint.h); exits when it cannot be written.
+std::string WriteTempCheckpoint(const checkpoint::LladaConfig& config, int shards);
 
 // A fresh temp directory; RemoveTree removes it with its contents.
 std::string MakeTempDir(const std::string& prefix);

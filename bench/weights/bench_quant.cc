@@ -88,13 +88,7 @@ int Run(const Options& o) {
   std::string dir = o.dir;
   const bool generated = dir.empty();
   const auto config = BenchConfig(o.d_model, o.layers, o.mlp, o.vocab);
-  if (generated) {
-    dir = MakeTempDir("unmask-bench-ckpt");
-    std::fprintf(stderr, "writing a %s MiB checkpoint to %s ...\n", MiB(config.parameter_count() * 2).c_str(),
-                 dir.c_str());
-    Status s = WriteRandomCheckpoint(dir, config, o.shards);
-    if (!s.ok()) return Fail(s);
-  }
+  if (generated) dir = WriteTempCheckpoint(config, o.shards);
   WarmPageCache(dir);
   auto ckpt = Checkpoint::Open(dir);
   if (!ckpt.ok()) return Fail(ckpt.status());

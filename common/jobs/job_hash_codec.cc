@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 namespace unmask::jobs {
 namespace {
 
@@ -39,6 +41,7 @@ class FieldReader {
   FieldReader(const std::string& job_id, const HashFields& fields) : job_id_(job_id) {
     for (const auto& [name, value] : fields) map_[name] = value;
   }
+  bool Has(const std::string& field) const { return map_.count(field) != 0; }
   StatusOr<std::string> Text(const std::string& field, bool required) const {
     auto it = map_.find(field);
     if (it == map_.end()) {
@@ -70,7 +73,49 @@ class FieldReader {
 
 constexpr std::int64_t kMaxInt64 = INT64_MAX;
 
+StatusOr<std::map<std::string, std::string>> DecodeMetadata(const std::string& job_id, const std::string& text) {
+  std::map<std::string, std::string> out;
+  if (text.empty()) return out;
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) {
+    return Corrupt(job_id, "error_metadata", "is not a JSON object: '" + Printable(text) + "'");
+  }
+  for (const auto& entry : json.items()) {
+    if (!entry.value().is_string()) {
+      return Corrupt(job_id, "error_metadata", "has a value that is not a string: '" + Printable(entry.key()) + "'");
+    }
+    out[entry.key()] = entry.value().get<std::string>();
+  }
+  return out;
+}
+
+// error_code, error_field, error_reason, error_metadata: a failure's code and detail.
+Status DecodeErrorDetail(const std::string& job_id, const FieldReader& in, JobRecord& r) {
+  if (in.Has("error_code")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t code,
+                            in.Int("error_code", true, 1, static_cast<int>(StatusCode::kUnauthenticated)));
+    r.error_code = static_cast<StatusCode>(code);
+  }
+  UNMASK_ASSIGN_OR_RETURN(r.error_detail.field, in.Text("error_field", false));
+  UNMASK_ASSIGN_OR_RETURN(r.error_detail.reason, in.Text("error_reason", false));
+  UNMASK_ASSIGN_OR_RETURN(std::string metadata, in.Text("error_metadata", false));
+  UNMASK_ASSIGN_OR_RETURN(r.error_detail.metadata, DecodeMetadata(job_id, metadata));
+  return OkStatus();
+}
+
 }  // namespace
+
+HashFields EncodeErrorDetail(const std::optional<StatusCode>& code, const ErrorDetail& detail) {
+  HashFields out;
+  if (code) out.emplace_back("error_code", std::to_string(static_cast<int>(*code)));
+  if (!detail.field.empty()) out.emplace_back("error_field", detail.field);
+  if (!detail.reason.empty()) out.emplace_back("error_reason", detail.reason);
+  if (!detail.metadata.empty()) {
+    out.emplace_back("error_metadata", nlohmann::json(detail.metadata).dump(-1, ' ', false,
+                                                                           nlohmann::json::error_handler_t::replace));
+  }
+  return out;
+}
 
 HashFields EncodeNewJob(const JobRecord& record, const std::string& job_id, std::int64_t now_ms) {
   const std::string now = std::to_string(now_ms);
@@ -124,6 +169,7 @@ StatusOr<JobRecord> DecodeJobHash(const std::string& job_id, const HashFields& f
   UNMASK_ASSIGN_OR_RETURN(r.updated_unix_ms, in.Int("updated_ms", false, 0, kMaxInt64));
   UNMASK_ASSIGN_OR_RETURN(r.result, in.Text("result", false));
   UNMASK_ASSIGN_OR_RETURN(r.error, in.Text("error", false));
+  UNMASK_RETURN_IF_ERROR(DecodeErrorDetail(job_id, in, r));
   UNMASK_ASSIGN_OR_RETURN(std::string cancel, in.Text("cancel_requested", false));
   if (cancel != "" && cancel != "0" && cancel != "1") {
     return Corrupt(job_id, "cancel_requested", "is not 0 or 1: '" + Printable(cancel) + "'");

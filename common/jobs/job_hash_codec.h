@@ -15,6 +15,10 @@
 //   created_ms, started_ms, finished_ms, updated_ms   decimal unix ms (0 = not yet)
 //   result            opaque bytes
 //   error             text
+//   error_code        a failure's google.rpc code, decimal 1..16; absent = none stored (records
+//                     from before codes were, and jobs that ended otherwise: read as INTERNAL)
+//   error_field, error_reason   text, its detail's field and reason
+//   error_metadata    its detail's metadata, a JSON object of strings ("" = none)
 //   cancel_requested  "0" | "1"
 // Fields only the store's scripts use (not part of JobRecord):
 //   seq               queue order within a priority (from the "<prefix>:jobs:seq" counter)
@@ -26,6 +30,7 @@
 // state, attempts, created_ms; the others default to empty / 0 when absent.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +44,10 @@ using HashFields = std::vector<std::pair<std::string, std::string>>;
 
 // The fields HSET writes for a newly submitted job (state queued, attempts 0, created_ms now).
 HashFields EncodeNewJob(const JobRecord& record, const std::string& job_id, std::int64_t now_ms);
+
+// The fields HSET writes with a failure's error (error_code, error_field, error_reason,
+// error_metadata); none for an outcome without a code and detail.
+HashFields EncodeErrorDetail(const std::optional<StatusCode>& code, const ErrorDetail& detail);
 
 // Decodes the field/value pairs of HGETALL. `job_id` is the id from the key (for messages and
 // the id check).

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <utility>
 
 namespace unmask::jobs {
 
@@ -64,6 +65,14 @@ Status ValidateNewJob(const JobRecord& record) {
                                 std::to_string(record.deadline_unix_ms));
   }
   return OkStatus();
+}
+
+Status ErrorOf(const JobRecord& record) {
+  const StatusCode code = record.error_code.value_or(StatusCode::kInternal);
+  std::string message = record.error.empty() ? "failed" : record.error;
+  const ErrorDetail& d = record.error_detail;
+  if (d.field.empty() && d.reason.empty() && d.metadata.empty()) return Status(code, std::move(message));
+  return Status(code, std::move(message), d);
 }
 
 std::string NewJobId() {

@@ -56,8 +56,17 @@ struct JobRecord {
   std::int64_t updated_unix_ms = 0;   // last state change (List orders by it)
   std::string result;                 // opaque bytes, set by Complete
   std::string error;                  // set by Fail, expiry, dead-lettering
+  // A failed job's code and detail (field, reason, metadata), kept with `error` when it failed
+  // with a Status (Fail, Finish). No code when it ended otherwise (cancelled, expired, dead) or
+  // was stored before codes were: ErrorOf then reads it as INTERNAL, as it always was.
+  std::optional<StatusCode> error_code;
+  ErrorDetail error_detail;
   bool cancel_requested = false;      // Cancel on a running job; the dispatcher polls it
 };
+
+// The error of a job that ended without a result, as a Status: the stored code (INTERNAL when
+// none was stored), the message ("failed" when empty) and the detail (none when empty).
+Status ErrorOf(const JobRecord& record);
 
 // Checks the request fields of a record handed to Submit: model non-empty, priority in range,
 // deadline not negative, job id (when given) key-safe. InvalidArgument naming the field.

@@ -33,14 +33,22 @@ Status CheckReclaimArgs(std::int64_t min_idle_ms, int max_attempts) {
   return OkStatus();
 }
 
-StatusOr<std::string> OutcomeError(const Outcome& outcome) {
+StatusOr<OutcomeFields> FieldsOf(const Outcome& outcome) {
+  const std::string message = outcome.error.ok() ? std::string() : outcome.error.message();
+  OutcomeFields fields;
   switch (outcome.state) {
     case JobState::kSucceeded:
-      return std::string();
+      fields.result = outcome.result;
+      return fields;
     case JobState::kFailed:
-      return outcome.error.empty() ? std::string("failed") : outcome.error;
+      fields.error = message.empty() ? "failed" : message;
+      if (outcome.error.ok()) return fields;
+      fields.error_code = outcome.error.code();
+      if (outcome.error.detail()) fields.error_detail = *outcome.error.detail();
+      return fields;
     case JobState::kCancelled:
-      return outcome.error.empty() ? std::string("cancelled while running") : outcome.error;
+      fields.error = message.empty() ? "cancelled while running" : message;
+      return fields;
     default:
       return InvalidArgumentError(std::string("outcome state: must be succeeded, failed or cancelled, got ") +
                                   JobStateName(outcome.state));

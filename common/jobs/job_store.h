@@ -65,9 +65,19 @@ struct ClaimedJob {
 // A delivery's terminal outcome together with the event that ends the job's event log.
 struct Outcome {
   JobState state = JobState::kSucceeded;  // kSucceeded, kFailed or kCancelled
-  std::string result;       // kSucceeded: the record's result
-  std::string error;        // kFailed / kCancelled: the record's error ("" = a default text)
+  std::string result;  // kSucceeded: the record's result
+  // kFailed / kCancelled: the record's error, its message (OK or "" = a default text); a failure
+  // keeps its code and detail too (JobRecord::error_code, error_detail).
+  Status error;
   std::string final_event;  // "" = none
+};
+
+// What the record keeps of an outcome besides its state (the JobRecord fields of those names).
+struct OutcomeFields {
+  std::string result;
+  std::string error;
+  std::optional<StatusCode> error_code;
+  ErrorDetail error_detail;
 };
 
 struct ListFilter {
@@ -119,8 +129,9 @@ class JobStore {
   // delivery is acknowledged, atomically in Redis. `job_id` must match the handle.
   virtual Status Complete(const std::string& job_id, const DeliveryHandle& handle,
                           const std::string& result) = 0;
+  // Fail keeps the error's message, code and detail (an OK error = "failed", no code).
   virtual Status Fail(const std::string& job_id, const DeliveryHandle& handle,
-                      const std::string& error) = 0;
+                      const Status& error) = 0;
   // The dispatcher stopped a running job because CancelRequested said so.
   virtual Status ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) = 0;
   // Complete / Fail / ConfirmCancelled (by outcome.state) that also appends outcome.final_event
@@ -172,7 +183,8 @@ class JobStore {
 Status CheckHandle(const std::string& job_id, const DeliveryHandle& handle);
 Status CheckListFilter(const ListFilter& filter);
 Status CheckReclaimArgs(std::int64_t min_idle_ms, int max_attempts);
-// The outcome's state is one Finish takes; its error with the default text filled in.
-StatusOr<std::string> OutcomeError(const Outcome& outcome);
+// The outcome's state is one Finish takes; the fields its record keeps, with the default error
+// text filled in.
+StatusOr<OutcomeFields> FieldsOf(const Outcome& outcome);
 
 }  // namespace unmask::jobs

@@ -167,37 +167,33 @@ Status MemoryJobStore::Heartbeat(const DeliveryHandle& handle) {
   return OkStatus();
 }
 
-Status MemoryJobStore::FinishDelivery(const std::string& job_id, const DeliveryHandle& handle,
-                                      JobState state, const std::string& result,
-                                      const std::string& error, const std::string& final_event) {
-  UNMASK_RETURN_IF_ERROR(CheckHandle(job_id, handle));
-  std::lock_guard<std::mutex> lock(mu_);
-  UNMASK_ASSIGN_OR_RETURN(Job * job, FindDeliveryLocked(handle));
-  job->record.result = result;
-  job->record.error = error;
-  if (!final_event.empty()) job->events.push_back(final_event);  // FinishLocked wakes the readers
-  FinishLocked(*job, state, options_.clock());
-  return OkStatus();
-}
-
 Status MemoryJobStore::Complete(const std::string& job_id, const DeliveryHandle& handle,
                                 const std::string& result) {
-  return FinishDelivery(job_id, handle, JobState::kSucceeded, result, "");
+  return Finish(job_id, handle, Outcome{JobState::kSucceeded, result, OkStatus(), ""});
 }
 
 Status MemoryJobStore::Fail(const std::string& job_id, const DeliveryHandle& handle,
-                            const std::string& error) {
-  return FinishDelivery(job_id, handle, JobState::kFailed, "", error.empty() ? "failed" : error);
+                            const Status& error) {
+  return Finish(job_id, handle, Outcome{JobState::kFailed, "", error, ""});
 }
 
 Status MemoryJobStore::ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) {
-  return FinishDelivery(job_id, handle, JobState::kCancelled, "", "cancelled while running");
+  return Finish(job_id, handle, Outcome{JobState::kCancelled, "", OkStatus(), ""});
 }
 
 Status MemoryJobStore::Finish(const std::string& job_id, const DeliveryHandle& handle,
                               const Outcome& outcome) {
-  UNMASK_ASSIGN_OR_RETURN(std::string error, OutcomeError(outcome));
-  return FinishDelivery(job_id, handle, outcome.state, outcome.result, error, outcome.final_event);
+  UNMASK_ASSIGN_OR_RETURN(OutcomeFields fields, FieldsOf(outcome));
+  UNMASK_RETURN_IF_ERROR(CheckHandle(job_id, handle));
+  std::lock_guard<std::mutex> lock(mu_);
+  UNMASK_ASSIGN_OR_RETURN(Job * job, FindDeliveryLocked(handle));
+  job->record.result = std::move(fields.result);
+  job->record.error = std::move(fields.error);
+  job->record.error_code = fields.error_code;
+  job->record.error_detail = std::move(fields.error_detail);
+  if (!outcome.final_event.empty()) job->events.push_back(outcome.final_event);  // FinishLocked wakes the readers
+  FinishLocked(*job, outcome.state, options_.clock());
+  return OkStatus();
 }
 
 StatusOr<JobState> MemoryJobStore::Requeue(const DeliveryHandle& handle) {

@@ -38,7 +38,7 @@ class MemoryJobStore final : public JobStore {
   Status Complete(const std::string& job_id, const DeliveryHandle& handle,
                   const std::string& result) override;
   Status Fail(const std::string& job_id, const DeliveryHandle& handle,
-              const std::string& error) override;
+              const Status& error) override;
   Status ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) override;
   Status Finish(const std::string& job_id, const DeliveryHandle& handle, const Outcome& outcome) override;
   StatusOr<JobState> Requeue(const DeliveryHandle& handle) override;
@@ -81,9 +81,6 @@ class MemoryJobStore final : public JobStore {
   void EnqueueLocked(Job& job, std::int64_t now);
   void SetStateLocked(Job& job, JobState state, std::int64_t now);
   void FinishLocked(Job& job, JobState state, std::int64_t now);
-  Status FinishDelivery(const std::string& job_id, const DeliveryHandle& handle, JobState state,
-                        const std::string& result, const std::string& error,
-                        const std::string& final_event = "");
 
   const JobStoreOptions options_;
   std::mutex mu_;

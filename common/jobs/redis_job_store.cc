@@ -202,31 +202,18 @@ Status RedisJobStore::CheckOwnHandle(const std::string& job_id,
   return OkStatus();
 }
 
-Status RedisJobStore::FinishDelivery(const std::string& job_id, const DeliveryHandle& handle,
-                                     JobState state, const std::string& result,
-                                     const std::string& error, const std::string& final_event) {
-  UNMASK_RETURN_IF_ERROR(CheckOwnHandle(job_id, handle));
-  UNMASK_ASSIGN_OR_RETURN(RedisReplyPtr reply,
-                          RunScript(RedisScriptId::kFinishDelivery, options_.store.clock(),
-                                    {job_id, handle.queue, handle.delivery_id, JobStateName(state),
-                                     result, error, final_event}));
-  UNMASK_ASSIGN_OR_RETURN(std::string word, OutcomeWord(reply.get(), "finish"));
-  if (word == "ok") return OkStatus();
-  return DeliveryOutcomeStatus(word, reply.get(), job_id, handle.delivery_id);
-}
-
 Status RedisJobStore::Complete(const std::string& job_id, const DeliveryHandle& handle,
                                const std::string& result) {
-  return FinishDelivery(job_id, handle, JobState::kSucceeded, result, "");
+  return Finish(job_id, handle, Outcome{JobState::kSucceeded, result, OkStatus(), ""});
 }
 
 Status RedisJobStore::Fail(const std::string& job_id, const DeliveryHandle& handle,
-                           const std::string& error) {
-  return FinishDelivery(job_id, handle, JobState::kFailed, "", error.empty() ? "failed" : error);
+                           const Status& error) {
+  return Finish(job_id, handle, Outcome{JobState::kFailed, "", error, ""});
 }
 
 Status RedisJobStore::ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) {
-  return FinishDelivery(job_id, handle, JobState::kCancelled, "", "cancelled while running");
+  return Finish(job_id, handle, Outcome{JobState::kCancelled, "", OkStatus(), ""});
 }
 
 Status RedisJobStore::Touch(const DeliveryHandle& handle, const std::string* executor) {
@@ -249,8 +236,19 @@ Status RedisJobStore::Heartbeat(const DeliveryHandle& handle) { return Touch(han
 
 Status RedisJobStore::Finish(const std::string& job_id, const DeliveryHandle& handle,
                              const Outcome& outcome) {
-  UNMASK_ASSIGN_OR_RETURN(std::string error, OutcomeError(outcome));
-  return FinishDelivery(job_id, handle, outcome.state, outcome.result, error, outcome.final_event);
+  UNMASK_ASSIGN_OR_RETURN(OutcomeFields fields, FieldsOf(outcome));
+  UNMASK_RETURN_IF_ERROR(CheckOwnHandle(job_id, handle));
+  std::vector<std::string> args = {job_id, handle.queue, handle.delivery_id, JobStateName(outcome.state),
+                                   fields.result, fields.error, outcome.final_event};
+  for (auto& [name, value] : EncodeErrorDetail(fields.error_code, fields.error_detail)) {
+    args.push_back(name);
+    args.push_back(value);
+  }
+  UNMASK_ASSIGN_OR_RETURN(RedisReplyPtr reply,
+                          RunScript(RedisScriptId::kFinishDelivery, options_.store.clock(), args));
+  UNMASK_ASSIGN_OR_RETURN(std::string word, OutcomeWord(reply.get(), "finish"));
+  if (word == "ok") return OkStatus();
+  return DeliveryOutcomeStatus(word, reply.get(), job_id, handle.delivery_id);
 }
 
 StatusOr<JobState> RedisJobStore::Requeue(const DeliveryHandle& handle) {

@@ -61,7 +61,7 @@ class RedisJobStore final : public JobStore {
   Status Complete(const std::string& job_id, const DeliveryHandle& handle,
                   const std::string& result) override;
   Status Fail(const std::string& job_id, const DeliveryHandle& handle,
-              const std::string& error) override;
+              const Status& error) override;
   Status ConfirmCancelled(const std::string& job_id, const DeliveryHandle& handle) override;
   Status Finish(const std::string& job_id, const DeliveryHandle& handle, const Outcome& outcome) override;
   StatusOr<JobState> Requeue(const DeliveryHandle& handle) override;
@@ -93,9 +93,6 @@ class RedisJobStore final : public JobStore {
                                     const std::vector<std::string>& args);
   StatusOr<std::optional<ClaimedJob>> ClaimOnce(const std::string& consumer_id,
                                                 std::vector<std::string>* last_ids);
-  Status FinishDelivery(const std::string& job_id, const DeliveryHandle& handle, JobState state,
-                        const std::string& result, const std::string& error,
-                        const std::string& final_event = "");
   Status CheckOwnHandle(const std::string& job_id, const DeliveryHandle& handle) const;
   Status Touch(const DeliveryHandle& handle, const std::string* executor);
   StatusOr<std::vector<JobRecord>> FetchRecords(const std::vector<std::string>& ids,

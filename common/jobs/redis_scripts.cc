@@ -219,13 +219,15 @@ return {'ok'}
 
 // Complete / Fail / ConfirmCancelled / Finish. ARGV[5] id, [6] stream, [7] entry id, [8] new
 // state, [9] result, [10] error ('' = none), [11] the event that ends the log ('' = none;
-// written only here, with the outcome, never by a delivery that is no longer current). The
-// outcome is written before the XACK.
+// written only here, with the outcome, never by a delivery that is no longer current), [12..]
+// field/value pairs of the error's code and detail (job_hash_codec.h's error_*). The outcome
+// is written before the XACK.
 constexpr const char* kFinishDelivery = R"lua(
 local id, strm, eid, state = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local ok, outcome = current_delivery(id, eid)
 if not ok then return outcome end
 if state == 'succeeded' then redis.call('HSET', jkey(id), 'result', ARGV[9]) end
+if #ARGV >= 13 then redis.call('HSET', jkey(id), unpack(ARGV, 12)) end
 if ARGV[11] and ARGV[11] ~= '' then
   local ev = evkey(id)
   redis.call('XADD', ev, '0-' .. num(redis.call('XLEN', ev) + 1), 'd', ARGV[11])

@@ -190,7 +190,7 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   RunningJob run(job);
   if (!run.stored.ParseFromString(job.record.payload)) {
     telemetry::Log(telemetry::LogLevel::kError, {}, id, "the stored request cannot be read");
-    (void)Persist("failure", id, [&] { return store_.Fail(id, job.handle, "the stored request cannot be read"); });
+    (void)Persist("failure", id, [&] { return store_.Fail(id, job.handle, DataLossError("the stored request cannot be read")); });
     return;
   }
   NoteClaim(run);
@@ -246,7 +246,7 @@ bool JobDispatcher::CancelRequested(const std::string& job_id) {
 
 void JobDispatcher::FinishCancelled(RunningJob& run) {
   telemetry::Log(telemetry::LogLevel::kInfo, run.trace_id, run.id, "job cancelled");
-  const jobs::Outcome outcome{jobs::JobState::kCancelled, "", "cancelled while running",
+  const jobs::Outcome outcome{jobs::JobState::kCancelled, "", CancelledError("cancelled while running"),
                               Failure(run.id, CancelledError("cancelled")).SerializeAsString()};
   (void)Persist("cancellation", run.id, [&] { return store_.Finish(run.id, run.handle, outcome); });
 }
@@ -267,9 +267,8 @@ bool JobDispatcher::PlaceJob(RunningJob& run, Placement* placement) {
     }
     if (record.deadline_unix_ms > 0 && NowMs() >= record.deadline_unix_ms) {
       telemetry::Log(telemetry::LogLevel::kWarn, run.trace_id, run.id, "deadline passed waiting for an executor");
-      const std::string why = "deadline passed waiting for an executor";
-      const jobs::Outcome outcome{jobs::JobState::kFailed, "", why,
-                                  Failure(run.id, Status(StatusCode::kDeadlineExceeded, why)).SerializeAsString()};
+      const Status why(StatusCode::kDeadlineExceeded, "deadline passed waiting for an executor");
+      const jobs::Outcome outcome{jobs::JobState::kFailed, "", why, Failure(run.id, why).SerializeAsString()};
       (void)Persist("failure", run.id, [&] { return store_.Finish(run.id, run.handle, outcome); });
       return false;
     }
@@ -377,7 +376,7 @@ void JobDispatcher::FinishJob(RunningJob& run, const Placement& placement, Relay
     *out.mutable_completed() = completed;
     // The completed event and the result in one step: a watcher never sees an end that was not
     // stored (a scheduler killed between the two left one, and the job then ran again).
-    const jobs::Outcome outcome{jobs::JobState::kSucceeded, completed.SerializeAsString(), "", out.SerializeAsString()};
+    const jobs::Outcome outcome{jobs::JobState::kSucceeded, completed.SerializeAsString(), OkStatus(), out.SerializeAsString()};
     (void)Persist("result", id, [&] { return store_.Finish(id, run.handle, outcome); });
     telemetry::Log(telemetry::LogLevel::kInfo, run.trace_id, id, "job succeeded",
                    {{"executor", placement.executor_name}, {"steps", std::to_string(relayed.steps_received)},
@@ -398,7 +397,7 @@ void JobDispatcher::FinishJob(RunningJob& run, const Placement& placement, Relay
   const Status status = services::FromGrpcStatus(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the executor ended without a result") : s);
   telemetry::Log(telemetry::LogLevel::kWarn, run.trace_id, id, "job failed",
                  {{"executor", placement.executor_name}, {"error", status.ToString()}});
-  const jobs::Outcome outcome{jobs::JobState::kFailed, "", status.ToString(), Failure(id, status).SerializeAsString()};
+  const jobs::Outcome outcome{jobs::JobState::kFailed, "", status, Failure(id, status).SerializeAsString()};
   (void)Persist("failure", id, [&] { return store_.Finish(id, run.handle, outcome); });
 }
 

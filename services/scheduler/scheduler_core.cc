@@ -258,8 +258,7 @@ v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record) {
       break;
     }
     default:
-      failed->set_code(static_cast<int>(StatusCode::kInternal));
-      failed->set_message(record.error.empty() ? "failed" : record.error);
+      *failed = FailedOf(jobs::ErrorOf(record));  // its stored code and detail (INTERNAL when none)
   }
   return ev;
 }

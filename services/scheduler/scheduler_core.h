@@ -107,7 +107,8 @@ v1::Failed FailedOf(const Status& status);
 Status StatusOf(const v1::Failed& failed);  // an OK code is taken as INTERNAL
 
 // The terminal event of a job that ended without one in its log (cancelled while queued,
-// expired, dead-lettered).
+// expired, dead-lettered), and GetJob's error of a finished job: a failure with the code, field,
+// reason and metadata its record keeps.
 v1::JobEvent TerminalEventFromRecord(const jobs::JobRecord& record);
 
 }  // namespace unmask::scheduler

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 #include "common/jobs/job_hash_codec.h"
@@ -103,6 +104,70 @@ TEST(JobHashCodecTest, CorruptFieldsAreDataLoss) {
   fields.erase(fields.begin() + 7);  // state
   EXPECT_NE(DecodeJobHash("j", fields).status().message().find("'state' is missing"),
             std::string::npos);
+}
+
+// The hash of a job that failed with `code` and `detail`, as the finish script leaves it.
+HashFields FailedJobHash(const std::optional<StatusCode>& code, const ErrorDetail& detail) {
+  JobRecord job;
+  job.model = "m";
+  HashFields fields = EncodeNewJob(job, "j", 1);
+  for (auto& [name, value] : fields) {
+    if (name == "state") value = "failed";
+    if (name == "error") value = "params.steps: must be >= 1, got 0";
+  }
+  for (auto& field : EncodeErrorDetail(code, detail)) fields.push_back(field);
+  return fields;
+}
+
+TEST(JobHashCodecTest, AFailuresCodeAndDetailRoundTrip) {
+  const ErrorDetail detail{"params.steps", "INVALID_VALUE", {{"min", "1"}, {"got", "0"}, {"note", "a \"quoted\" = value"}}};
+  auto decoded = DecodeJobHash("j", FailedJobHash(StatusCode::kInvalidArgument, detail));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->error_code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(decoded->error_detail.field, "params.steps");
+  EXPECT_EQ(decoded->error_detail.reason, "INVALID_VALUE");
+  EXPECT_EQ(decoded->error_detail.metadata, detail.metadata);
+  const Status error = ErrorOf(*decoded);
+  EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error.message(), "params.steps: must be >= 1, got 0");
+  EXPECT_EQ(error.field(), "params.steps");
+  EXPECT_EQ(error.reason(), "INVALID_VALUE");
+
+  // A code without a detail writes the code alone; no code and no detail write nothing.
+  EXPECT_EQ(EncodeErrorDetail(StatusCode::kDataLoss, {}), (HashFields{{"error_code", "15"}}));
+  EXPECT_TRUE(EncodeErrorDetail(std::nullopt, {}).empty());
+}
+
+TEST(JobHashCodecTest, ARecordFromBeforeCodesWereKeptReadsAsInternal) {
+  // What an older scheduler stored for a failed job: the message, no error_* fields.
+  auto decoded = DecodeJobHash("j", FailedJobHash(std::nullopt, {}));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->state, JobState::kFailed);
+  EXPECT_EQ(decoded->error_code, std::nullopt);
+  const Status error = ErrorOf(*decoded);
+  EXPECT_EQ(error.code(), StatusCode::kInternal);
+  EXPECT_EQ(error.message(), "params.steps: must be >= 1, got 0");
+  EXPECT_EQ(error.detail(), nullptr);
+}
+
+TEST(JobHashCodecTest, MalformedErrorFieldsAreDataLossNamingTheField) {
+  struct Case {
+    std::string field, value, expect;
+  };
+  for (const Case& c : {Case{"error_code", "", "integer"}, Case{"error_code", "INTERNAL", "integer"},
+                        Case{"error_code", "0", "out of range"}, Case{"error_code", "17", "out of range"},
+                        Case{"error_metadata", "limit=8", "JSON object"}, Case{"error_metadata", "[\"8\"]", "JSON object"},
+                        Case{"error_metadata", "{\"limit\": 8}", "not a string: 'limit'"}}) {
+    HashFields fields = FailedJobHash(StatusCode::kInvalidArgument, {"params.steps", "INVALID_VALUE", {{"limit", "8"}}});
+    for (auto& [name, value] : fields) {
+      if (name == c.field) value = c.value;
+    }
+    auto decoded = DecodeJobHash("j", fields);
+    EXPECT_EQ(decoded.status().code(), StatusCode::kDataLoss) << c.field << "=" << c.value;
+    EXPECT_NE(decoded.status().message().find("job j"), std::string::npos);
+    EXPECT_NE(decoded.status().message().find("'" + c.field + "'"), std::string::npos) << decoded.status().message();
+    EXPECT_NE(decoded.status().message().find(c.expect), std::string::npos) << decoded.status().message();
+  }
 }
 
 }  // namespace

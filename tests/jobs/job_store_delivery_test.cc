@@ -1,6 +1,7 @@
 // Behaviour suite, part 2: the delivery lifecycle (complete, fail, requeue, the reaper,
 // heartbeats, stale handles) and concurrent claims. Runs against both stores.
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -40,18 +41,41 @@ TYPED_TEST(JobDeliveryTest, CompleteStoresTheResultAndAcknowledges) {
   EXPECT_TRUE(reclaimed->dead.empty());
   EXPECT_EQ(this->store().Complete(id, claimed.handle, "again").code(),
             StatusCode::kFailedPrecondition);
-  EXPECT_EQ(this->store().Fail(id, claimed.handle, "late").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(this->store().Fail(id, claimed.handle, InternalError("late")).code(), StatusCode::kFailedPrecondition);
 }
 
-TYPED_TEST(JobDeliveryTest, FailStoresTheError) {
+TYPED_TEST(JobDeliveryTest, FailStoresTheErrorWithItsCodeFieldReasonAndMetadata) {
   const std::string id = this->MustSubmit(this->NewJob());
   ClaimedJob claimed = this->MustClaim();
-  ASSERT_TRUE(this->store().Fail(id, claimed.handle, "RESOURCE_EXHAUSTED: out of memory").ok());
+  const Status error = ResourceExhaustedError("params.gen_length: does not fit in memory")
+                           .WithField("params.gen_length")
+                           .WithReason("DOES_NOT_FIT", {{"limit", "64"}, {"asked", "4096"}});
+  ASSERT_TRUE(this->store().Fail(id, claimed.handle, error).ok());
   auto job = this->store().Get(id);
-  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->state, JobState::kFailed);
-  EXPECT_EQ(job->error, "RESOURCE_EXHAUSTED: out of memory");
+  EXPECT_EQ(job->error, "params.gen_length: does not fit in memory");
+  EXPECT_EQ(job->error_code, StatusCode::kResourceExhausted);
+  EXPECT_EQ(job->error_detail.field, "params.gen_length");
+  EXPECT_EQ(job->error_detail.reason, "DOES_NOT_FIT");
+  EXPECT_EQ(job->error_detail.metadata, (std::map<std::string, std::string>{{"asked", "4096"}, {"limit", "64"}}));
   EXPECT_TRUE(job->result.empty());
+  const Status back = ErrorOf(*job);
+  EXPECT_EQ(back.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(back.message(), error.message());
+  EXPECT_EQ(back.field(), "params.gen_length");
+  EXPECT_EQ(back.reason(), "DOES_NOT_FIT");
+}
+
+TYPED_TEST(JobDeliveryTest, FailWithoutDetailStoresTheCodeAlone) {
+  const std::string id = this->MustSubmit(this->NewJob());
+  ClaimedJob claimed = this->MustClaim();
+  ASSERT_TRUE(this->store().Fail(id, claimed.handle, DataLossError("the stored request cannot be read")).ok());
+  auto job = this->store().Get(id);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->error_code, StatusCode::kDataLoss);
+  EXPECT_EQ(ErrorOf(*job).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ErrorOf(*job).detail(), nullptr);
 }
 
 TYPED_TEST(JobDeliveryTest, AHandleOnlyFinishesItsOwnJob) {

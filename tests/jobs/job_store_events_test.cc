@@ -129,7 +129,7 @@ TYPED_TEST(JobEventsTest, FinishEndsTheLogWithItsEventOnlyWhenTheOutcomeIsStored
   ASSERT_TRUE(reclaimed.ok()) << reclaimed.status().ToString();
   ASSERT_EQ(reclaimed->requeued, std::vector<std::string>{id});
 
-  const Outcome late{JobState::kSucceeded, "result-1", "", "completed-1"};
+  const Outcome late{JobState::kSucceeded, "result-1", OkStatus(), "completed-1"};
   EXPECT_EQ(this->store().Finish(id, lost.handle, late).code(), StatusCode::kFailedPrecondition);
   auto events = this->store().ReadEvents(id, 0, 0);
   ASSERT_TRUE(events.ok()) << events.status().ToString();
@@ -138,7 +138,7 @@ TYPED_TEST(JobEventsTest, FinishEndsTheLogWithItsEventOnlyWhenTheOutcomeIsStored
 
   ClaimedJob again = this->MustClaim("consumer-b");
   ASSERT_TRUE(this->store().AppendEvent(id, "started-2").ok());
-  const Outcome stored{JobState::kSucceeded, "result-2", "", "completed-2"};
+  const Outcome stored{JobState::kSucceeded, "result-2", OkStatus(), "completed-2"};
   ASSERT_TRUE(this->store().Finish(id, again.handle, stored).ok());
   EXPECT_EQ(this->store().Finish(id, again.handle, stored).code(), StatusCode::kFailedPrecondition);
   events = this->replica().ReadEvents(id, 0, 0);
@@ -157,14 +157,17 @@ TYPED_TEST(JobEventsTest, FinishTakesFailuresAndCancellationsButNoOtherState) {
   const std::string cancelled = this->MustSubmit(this->NewJob());
   ClaimedJob first = this->MustClaim();
   ClaimedJob second = this->MustClaim();
-  EXPECT_EQ(this->store().Finish(failed, first.handle, Outcome{JobState::kQueued, "", "", ""}).code(),
+  EXPECT_EQ(this->store().Finish(failed, first.handle, Outcome{JobState::kQueued, "", OkStatus(), ""}).code(),
             StatusCode::kInvalidArgument);
-  ASSERT_TRUE(this->store().Finish(failed, first.handle, Outcome{JobState::kFailed, "", "", "failed-event"}).ok());
-  ASSERT_TRUE(this->store().Finish(cancelled, second.handle, Outcome{JobState::kCancelled, "", "", ""}).ok());
+  ASSERT_TRUE(this->store().Finish(failed, first.handle, Outcome{JobState::kFailed, "", OkStatus(), "failed-event"}).ok());
+  ASSERT_TRUE(this->store().Finish(cancelled, second.handle, Outcome{JobState::kCancelled, "", OkStatus(), ""}).ok());
   auto f = this->store().Get(failed);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->state, JobState::kFailed);
   EXPECT_EQ(f->error, "failed");
+  EXPECT_EQ(f->error_code, std::nullopt);  // no Status given: read as INTERNAL, as before codes were kept
+  EXPECT_EQ(ErrorOf(*f).code(), StatusCode::kInternal);
+  EXPECT_EQ(ErrorOf(*f).detail(), nullptr);
   auto c = this->store().Get(cancelled);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->state, JobState::kCancelled);

@@ -100,7 +100,8 @@ TEST_F(RedisJobStoreTest, CorruptFieldsAreDataLossNamingTheJobAndTheField) {
   };
   for (const Case& c :
        {Case{"priority", "banana"}, Case{"state", "exploded"}, Case{"attempts", "-3"},
-        Case{"created_ms", "12x"}, Case{"cancel_requested", "maybe"}, Case{"id", "someone-else"}}) {
+        Case{"created_ms", "12x"}, Case{"cancel_requested", "maybe"}, Case{"id", "someone-else"},
+        Case{"error_code", "13x"}, Case{"error_metadata", "{\"limit\":"}}) {
     const std::string id = MustSubmit(NewJob());
     Raw({"HSET", redis().JobKey(id), c.field, c.value});
     auto got = store().Get(id);
@@ -118,6 +119,36 @@ TEST_F(RedisJobStoreTest, CorruptFieldsAreDataLossNamingTheJobAndTheField) {
   EXPECT_EQ(missing.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(missing.status().message().find("'model' is missing"), std::string::npos)
       << missing.status().message();
+}
+
+// A failure's code and detail are hash fields that another replica (or a restarted scheduler)
+// reads back; a record stored before they were kept reads as INTERNAL with its message.
+TEST_F(RedisJobStoreTest, AFailuresCodeAndDetailAreInTheHashAndOldRecordsStillRead) {
+  const std::string id = MustSubmit(NewJob());
+  ClaimedJob claimed = MustClaim();
+  const Status error = InvalidFieldError("params.steps", "must be <= gen_length (8), got 16")
+                           .WithReason("INVALID_VALUE", {{"limit", "8"}});
+  ASSERT_TRUE(store().Fail(id, claimed.handle, error).ok());
+  RedisReplyPtr code = Raw({"HGET", redis().JobKey(id), "error_code"});
+  ASSERT_NE(code, nullptr);
+  EXPECT_EQ(ReplyString(code.get()), "3");
+  RedisReplyPtr metadata = Raw({"HGET", redis().JobKey(id), "error_metadata"});
+  ASSERT_NE(metadata, nullptr);
+  EXPECT_EQ(ReplyString(metadata.get()), "{\"limit\":\"8\"}");
+  auto read = replica().Get(id);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(ErrorOf(*read).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ErrorOf(*read).field(), "params.steps");
+  EXPECT_EQ(ErrorOf(*read).reason(), "INVALID_VALUE");
+  EXPECT_EQ(read->error_detail.metadata.at("limit"), "8");
+
+  Raw({"HDEL", redis().JobKey(id), "error_code", "error_field", "error_reason", "error_metadata"});
+  auto old = replica().Get(id);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->error_code, std::nullopt);
+  EXPECT_EQ(ErrorOf(*old).code(), StatusCode::kInternal);
+  EXPECT_EQ(ErrorOf(*old).message(), error.message());
+  EXPECT_EQ(ErrorOf(*old).detail(), nullptr);
 }
 
 TEST_F(RedisJobStoreTest, ACorruptQueuedJobIsBuriedAndDoesNotBlockTheQueue) {

@@ -1,7 +1,7 @@
 // Error details on the wire: ToGrpcStatus / FromGrpcStatus carry a Status's field, reason and
 // metadata as google.rpc.BadRequest / google.rpc.ErrorInfo in the grpc::Status's binary details;
-// a real scheduler refuses a bad field over gRPC with a BadRequest naming it; the `unmask` CLI
-// prints the field under the error.
+// a real scheduler refuses a bad field over gRPC with a BadRequest naming it, and GetJob of a
+// failed job gives its field and reason; the `unmask` CLI prints the field under the error.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -207,6 +207,44 @@ TEST_F(SchedulerErrorDetailTest, AFullQueueComesBackWithItsReason) {
   EXPECT_EQ(info.reason(), "QUEUE_FULL");
   EXPECT_EQ(info.domain(), "unmask");
   EXPECT_EQ(info.metadata().at("limit"), "1");
+}
+
+// A job that failed after acceptance, read back from the job store as any replica (or a
+// restarted scheduler) reads it: GetJob and Watch's replay give its code, field, reason and
+// metadata, not INTERNAL and the message alone.
+TEST_F(SchedulerErrorDetailTest, AFailedJobReadBackFromTheStoreKeepsItsFieldAndReason) {
+  grpc::ClientContext submit_ctx;
+  v1::SubmitResponse submitted;
+  ASSERT_TRUE(stub_->Submit(&submit_ctx, Request(), &submitted).ok());
+  auto claimed = store_.Claim("dispatcher", 0);
+  ASSERT_TRUE(claimed.ok() && claimed->has_value());
+  const Status error = InvalidFieldError("params.steps", "must be <= gen_length (8), got 16")
+                           .WithReason("INVALID_VALUE", {{"limit", "8"}});
+  ASSERT_TRUE(store_.Fail(submitted.job_id(), (*claimed)->handle, error).ok());  // no event in the log
+
+  grpc::ClientContext get_ctx;
+  v1::GetJobRequest get;
+  get.set_job_id(submitted.job_id());
+  v1::JobInfo info;
+  ASSERT_TRUE(stub_->GetJob(&get_ctx, get, &info).ok());
+  EXPECT_EQ(info.state(), "failed");
+  EXPECT_EQ(info.error().code(), static_cast<int>(StatusCode::kInvalidArgument));
+  EXPECT_EQ(info.error().message(), error.message());
+  EXPECT_EQ(info.error().field(), "params.steps");
+  EXPECT_EQ(info.error().reason(), "INVALID_VALUE");
+  EXPECT_EQ(info.error().metadata().at("limit"), "8");
+
+  grpc::ClientContext watch_ctx;
+  v1::WatchRequest watch;
+  watch.set_job_id(submitted.job_id());
+  auto reader = stub_->Watch(&watch_ctx, watch);
+  v1::JobEvent ev, last;
+  while (reader->Read(&ev)) last = ev;
+  EXPECT_TRUE(reader->Finish().ok());
+  ASSERT_TRUE(last.has_failed());
+  EXPECT_EQ(last.failed().code(), static_cast<int>(StatusCode::kInvalidArgument));
+  EXPECT_EQ(last.failed().field(), "params.steps");
+  EXPECT_EQ(last.failed().reason(), "INVALID_VALUE");
 }
 
 TEST(CliReportStatusTest, PrintsTheFieldUnderTheError) {
