@@ -6,12 +6,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/checkpoint/llada_config.h"
 #include "common/model/kv_cache.h"
 #include "common/model/llada_weights.h"
 #include "common/model/model_backend.h"
 #include "common/model/model_options.h"
+#include "common/model/packed_segment.h"
 #include "common/util/status.h"
 
 namespace unmask::model {
@@ -47,6 +49,10 @@ class LladaModel : public ModelBackend {
   // the sequence are what the cache was filled with, the result equals
   // Hidden(full).narrow(1, offset, T) up to floating-point rounding.
   at::Tensor HiddenSegment(const at::Tensor& segment_ids, std::int64_t offset, KvCache* cache) const;
+  // The hidden states (before ln_f) of many segments in one pass, [R, T, d_model] each
+  // (packed_segment.h): row-wise operations over all rows at once, attention per segment.
+  // Hidden, HiddenFillCache and HiddenSegment are this with one segment.
+  std::vector<at::Tensor> HiddenPacked(const std::vector<PackedSegment>& segments) const;
 
   const ModelOptions& options() const { return options_; }
   const LladaWeights& weights() const { return weights_; }
@@ -54,13 +60,12 @@ class LladaModel : public ModelBackend {
 
  private:
   at::Tensor Embed(const at::Tensor& ids) const;
-  at::Tensor Block(const LladaBlockWeights& blk, const at::Tensor& x, const struct RotaryTables& rope,
-                   const at::Tensor& key_bias) const;
-  // Block() for the rows at positions [offset, offset + T). fill: K/V of the rows are stored in
-  // *kv (the rows are the whole sequence); otherwise they are written into *kv at
-  // [offset, offset + T) and attention runs over all of *kv.
-  at::Tensor CachedBlock(const LladaBlockWeights& blk, const at::Tensor& x, const struct RotaryTables& rope,
-                         std::int64_t offset, const at::Tensor& key_bias, KvCache::Layer* kv, bool fill) const;
+  struct SegmentPlan;
+  std::vector<SegmentPlan> PlanSegments(const std::vector<PackedSegment>& segments) const;
+  at::Tensor SegmentAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const PackedSegment& seg,
+                              const SegmentPlan& plan, std::size_t layer) const;
+  at::Tensor PackedBlock(const LladaBlockWeights& blk, const at::Tensor& x, const std::vector<PackedSegment>& segments,
+                         const std::vector<SegmentPlan>& plans, std::size_t layer) const;
 
   checkpoint::LladaConfig config_;
   LladaWeights weights_;

@@ -2,27 +2,22 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "common/model/llada_model.h"
-
 namespace unmask::sampler {
 namespace {
 
 class BlockLogitsForward : public BlockForward {
  public:
-  explicit BlockLogitsForward(const model::LladaModel& model) : model_(model) {}
-  at::Tensor BlockHidden(const at::Tensor& x, const at::Tensor& attention_mask, std::int64_t block_start,
-                         std::int64_t block_end, std::int64_t) override {
-    return model_.Hidden(x, attention_mask).narrow(1, block_start, block_end - block_start);
+  model::PackedSegment Segment(const at::Tensor& x, const at::Tensor& attention_mask, std::int64_t, std::int64_t,
+                               std::int64_t) override {
+    model::PackedSegment whole;
+    whole.ids = x;
+    whole.attention_mask = attention_mask;
+    return whole;
   }
-
- private:
-  const model::LladaModel& model_;
 };
 
 }  // namespace
 
-std::unique_ptr<BlockForward> MakeBlockLogitsForward(const model::LladaModel& model) {
-  return std::make_unique<BlockLogitsForward>(model);
-}
+std::unique_ptr<BlockForward> MakeBlockLogitsForward() { return std::make_unique<BlockLogitsForward>(); }
 
 }  // namespace unmask::sampler

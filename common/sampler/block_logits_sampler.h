@@ -25,6 +25,6 @@
 
 namespace unmask::sampler {
 
-std::unique_ptr<BlockForward> MakeBlockLogitsForward(const model::LladaModel& model);
+std::unique_ptr<BlockForward> MakeBlockLogitsForward();
 
 }  // namespace unmask::sampler

@@ -21,6 +21,6 @@
 
 namespace unmask::sampler {
 
-std::unique_ptr<BlockForward> MakeDualCacheForward(const model::LladaModel& model);
+std::unique_ptr<BlockForward> MakeDualCacheForward();
 
 }  // namespace unmask::sampler

@@ -21,16 +21,16 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-std::unique_ptr<BlockForward> MakeForward(CacheKind cache, const model::LladaModel& model) {
+std::unique_ptr<BlockForward> MakeForward(CacheKind cache) {
   switch (cache) {
     case CacheKind::kPrefix:
-      return MakePrefixCacheForward(model);
+      return MakePrefixCacheForward();
     case CacheKind::kDual:
-      return MakeDualCacheForward(model);
+      return MakeDualCacheForward();
     case CacheKind::kNone:
       break;
   }
-  return MakeBlockLogitsForward(model);
+  return MakeBlockLogitsForward();
 }
 
 std::vector<double> ToDoubles(const at::Tensor& t) {
@@ -40,157 +40,190 @@ std::vector<double> ToDoubles(const at::Tensor& t) {
 
 }  // namespace
 
+
 namespace {
 
-// One FastGenerate run, by step: a block at a time (RunBlock), each step predicting the block's
-// tokens and their confidence (Predict), picking which to unmask (PickTransfers), and stopping
-// rows that finished (EarlyStop).
-struct FastRun {
-  FastRun(const model::LladaModel& model, SamplingStart& s, const GenerationParams& p, const FastOptions& o,
-          const StepCallback& on_step, std::chrono::steady_clock::time_point start)
-      : model(model), p(p), o(o), on_step(on_step), start(start), batch(s.batch), prompt_len(s.prompt_len),
-        total(s.total), device(model.device()), gen(s.gen), x(std::move(s.x)), prompt_index(std::move(s.prompt_index)),
-        cfg(p.cfg_scale > 0), bl(p.block_length), done(batch, 0) {
-    const at::Tensor attention_mask = std::move(s.attention_mask);
-    model_mask = cfg && attention_mask.defined() ? at::cat({attention_mask, attention_mask}, 0) : attention_mask;
-    num_blocks = p.gen_length / p.block_length;
-    steps_per_block = p.steps / num_blocks;
-    forward = MakeForward(o.cache, model);
-    reference_confidence = o.cache == CacheKind::kNone && o.rule == DecodeRule::kSchedule;
+// One fast-mode generation, a step at a time: a block at a time (EnterBlock; Advance finds the
+// next step to run, as the loop of Fast-dLLM decides it), each step predicting the block's tokens
+// and their confidence (Predict), picking which to unmask (PickTransfers), and stopping rows that
+// finished (EarlyStop).
+class FastStepSampler : public StepSampler {
+ public:
+  FastStepSampler(const model::LladaModel& model, SamplingStart s, const GenerationParams& p, const FastOptions& o,
+                  const char* name)
+      : model_(model), p_(p), o_(o), batch_(s.batch), prompt_len_(s.prompt_len), total_(s.total),
+        device_(model.device()), gen_(s.gen), x_(std::move(s.x)), prompt_index_(std::move(s.prompt_index)),
+        cfg_(p.cfg_scale > 0), bl_(p.block_length), done_(batch_, 0) {
+    model_mask_ = cfg_ && s.attention_mask.defined() ? at::cat({s.attention_mask, s.attention_mask}, 0)
+                                                     : s.attention_mask;
+    num_blocks_ = p.gen_length / p.block_length;
+    steps_per_block_ = p.steps / num_blocks_;
+    forward_ = MakeForward(o.cache);
+    reference_confidence_ = o.cache == CacheKind::kNone && o.rule == DecodeRule::kSchedule;
+    result_.sampler = name;
+    EnterBlock();
+    Advance();
   }
 
-  Status RunBlock(std::int64_t nb);
+  bool running() const override { return running_; }
+  model::PackedSegment NextForward() override;
+  StepEvent FinishStep(const at::Tensor& hidden) override;
+  GenerationResult Result() const override {
+    GenerationResult r = result_;
+    r.output = ToRows(x_.narrow(1, prompt_len_, p_.gen_length));
+    return r;
+  }
+  std::int64_t CacheBytes() const override { return forward_->CacheBytes(); }
+
+ private:
+  std::int64_t block_start() const { return prompt_len_ + nb_ * bl_; }
+  void EnterBlock();
+  bool StepDue() const;
+  void Advance();
   // The step's candidate tokens x0 ([B, bl], the block's own tokens where unmasked) and the
   // confidence over the full row ([B, total], -inf outside the block and at unmasked positions).
-  std::pair<at::Tensor, at::Tensor> Predict(const at::Tensor& xb, const at::Tensor& mask_index, std::int64_t block_start,
-                                            std::int64_t block_end, std::int64_t i);
+  std::pair<at::Tensor, at::Tensor> Predict(at::Tensor hidden, const at::Tensor& xb, const at::Tensor& mask_index);
   // [B, total]: the positions this step unmasks.
-  at::Tensor PickTransfers(const at::Tensor& confidence, const at::Tensor& mask_index,
-                           const std::vector<std::vector<std::int64_t>>& schedule, std::int64_t i,
-                           std::int64_t block_start, std::int64_t topk_begin, std::int64_t topk_end);
-  void EarlyStop(const at::Tensor& xb, at::Tensor& transfer, std::int64_t block_end);
+  at::Tensor PickTransfers(const at::Tensor& confidence, const at::Tensor& mask_index);
+  void EarlyStop(const at::Tensor& xb, at::Tensor& transfer);
 
-  const model::LladaModel& model;
-  const GenerationParams& p;
-  const FastOptions& o;
-  const StepCallback& on_step;
-  const std::chrono::steady_clock::time_point start;
-  const std::int64_t batch, prompt_len, total;
-  const at::Device device;
-  at::Generator gen;
-  at::Tensor x;
-  const at::Tensor prompt_index;
-  at::Tensor model_mask;
-  const bool cfg;
-  const std::int64_t bl;
-  std::int64_t num_blocks = 0, steps_per_block = 0;
-  std::unique_ptr<BlockForward> forward;
-  bool reference_confidence = false;
-  GenerationResult result;
-  std::vector<char> done;
-  bool all_done = false;
-  std::int64_t step = 0;
+  const model::LladaModel& model_;
+  const GenerationParams p_;
+  const FastOptions o_;
+  const std::int64_t batch_, prompt_len_, total_;
+  const at::Device device_;
+  at::Generator gen_;
+  at::Tensor x_;
+  const at::Tensor prompt_index_;
+  at::Tensor model_mask_;
+  const bool cfg_;
+  const std::int64_t bl_;
+  std::int64_t num_blocks_ = 0, steps_per_block_ = 0;
+  std::unique_ptr<BlockForward> forward_;
+  bool reference_confidence_ = false;
+  GenerationResult result_;
+  std::vector<char> done_;
+  bool all_done_ = false, running_ = true;
+  std::int64_t nb_ = 0, i_ = 0, step_ = 0;
+  std::int64_t segment_offset_ = 0;  // where the last forward's hidden rows start
+  std::vector<std::vector<std::int64_t>> schedule_;
 };
 
-Status FastRun::RunBlock(std::int64_t nb) {
-  const std::int64_t block_start = prompt_len + nb * bl;
-  const std::int64_t block_end = block_start + bl;
-  at::Tensor xb = x.narrow(1, block_start, bl);  // a view: writes land in x
-  std::vector<std::vector<std::int64_t>> schedule;
-  if (o.rule == DecodeRule::kSchedule) {
-    at::Tensor masked_in_block = xb.eq(p.mask_id).sum(1).cpu();
-    for (std::int64_t r = 0; r < batch; ++r)
-      schedule.push_back(NumTransferTokens(masked_in_block[r].item<std::int64_t>(), steps_per_block));
-  }
-
-  for (std::int64_t i = 0;; ++i) {
-    const at::Tensor mask_index = xb.eq(p.mask_id);  // [B, bl]
-    // Fast-dLLM's cache loops run at least one cached forward after a block's first step, even
-    // when that step (a threshold or factor rule) unmasked the whole block: it changes nothing,
-    // and it is run and counted as Fast-dLLM runs and counts it.
-    const bool fast_dllm_second_forward = o.cache != CacheKind::kNone && o.rule != DecodeRule::kSchedule && i == 1;
-    if (!mask_index.any().item<bool>() && !fast_dllm_second_forward) break;
-    if (o.rule == DecodeRule::kSchedule && i >= steps_per_block) break;  // the schedule empties the block first
-    // Where top-k looks, as in Fast-dLLM: the whole row at a block's first step (and without a
-    // cache), the block and everything after it (prefix cache), the block alone (dual cache).
-    // Ties (confidences of exactly 1.0 are common on a confident model) then break the same way.
-    const std::int64_t topk_begin = i == 0 || o.cache == CacheKind::kNone ? 0 : block_start;
-    const std::int64_t topk_end = i > 0 && o.cache == CacheKind::kDual ? block_end : total;
-
-    auto [x0, confidence] = Predict(xb, mask_index, block_start, block_end, i);
-    at::Tensor transfer = PickTransfers(confidence, mask_index, schedule, i, block_start, topk_begin, topk_end);
-    xb.copy_(at::where(transfer.narrow(1, block_start, bl), x0, xb));
-    if (o.early_stop) EarlyStop(xb, transfer, block_end);
-
-    ++result.steps_run;
-    UNMASK_RETURN_IF_ERROR(ReportStep(on_step, transfer, x, prompt_len, step, nb, i, start));
-    ++step;
-    if (all_done) break;
-  }
-  return OkStatus();
+void FastStepSampler::EnterBlock() {
+  schedule_.clear();
+  if (o_.rule != DecodeRule::kSchedule) return;
+  at::Tensor masked_in_block = x_.narrow(1, block_start(), bl_).eq(p_.mask_id).sum(1).cpu();
+  for (std::int64_t r = 0; r < batch_; ++r)
+    schedule_.push_back(NumTransferTokens(masked_in_block[r].item<std::int64_t>(), steps_per_block_));
 }
 
-std::pair<at::Tensor, at::Tensor> FastRun::Predict(const at::Tensor& xb, const at::Tensor& mask_index,
-                                                   std::int64_t block_start, std::int64_t block_end, std::int64_t i) {
-  at::Tensor model_x = x;
-  if (cfg) model_x = at::cat({x, x.clone().masked_fill_(prompt_index, p.mask_id)}, 0);
-  at::Tensor hidden = forward->BlockHidden(model_x, model_mask, block_start, block_end, i);  // [B', bl, d]
+bool FastStepSampler::StepDue() const {
+  // Fast-dLLM's cache loops run at least one cached forward after a block's first step, even
+  // when that step (a threshold or factor rule) unmasked the whole block: it changes nothing,
+  // and it is run and counted as Fast-dLLM runs and counts it.
+  const bool fast_dllm_second_forward = o_.cache != CacheKind::kNone && o_.rule != DecodeRule::kSchedule && i_ == 1;
+  if (!fast_dllm_second_forward && !x_.narrow(1, block_start(), bl_).eq(p_.mask_id).any().item<bool>()) return false;
+  return o_.rule != DecodeRule::kSchedule || i_ < steps_per_block_;  // the schedule empties the block first
+}
+
+void FastStepSampler::Advance() {
+  while (!all_done_ && nb_ < num_blocks_) {
+    if (StepDue()) return;
+    ++nb_;
+    i_ = 0;
+    if (nb_ < num_blocks_) EnterBlock();
+  }
+  running_ = false;
+}
+
+model::PackedSegment FastStepSampler::NextForward() {
+  at::Tensor model_x = x_;
+  if (cfg_) model_x = at::cat({x_, x_.clone().masked_fill_(prompt_index_, p_.mask_id)}, 0);
+  model::PackedSegment seg = forward_->Segment(model_x, model_mask_, block_start(), block_start() + bl_, i_);
+  seg.attention_query_chunk = p_.attention_query_chunk;
+  segment_offset_ = seg.whole ? 0 : seg.offset;
+  return seg;
+}
+
+StepEvent FastStepSampler::FinishStep(const at::Tensor& hidden) {
+  at::Tensor xb = x_.narrow(1, block_start(), bl_);  // a view: writes land in x
+  const at::Tensor mask_index = xb.eq(p_.mask_id);  // [B, bl]
+  auto [x0, confidence] = Predict(hidden.narrow(1, block_start() - segment_offset_, bl_), xb, mask_index);
+  at::Tensor transfer = PickTransfers(confidence, mask_index);
+  xb.copy_(at::where(transfer.narrow(1, block_start(), bl_), x0, xb));
+  if (o_.early_stop) EarlyStop(xb, transfer);
+
+  StepEvent ev = MakeStepEvent(transfer, x_, prompt_len_);
+  ev.step = step_++;
+  ev.block = nb_;
+  ev.step_in_block = i_++;
+  ++result_.steps_run;
+  if (all_done_) {
+    running_ = false;
+  } else {
+    Advance();
+  }
+  return ev;
+}
+
+std::pair<at::Tensor, at::Tensor> FastStepSampler::Predict(at::Tensor hidden, const at::Tensor& xb,
+                                                           const at::Tensor& mask_index) {
   // At temperature 0 only the masked rows' logits are read (an unmasked row keeps its token
   // and gets confidence -inf), so the LM head runs over those rows alone. Without noise no
   // random draw depends on the rows' number, and each row's logits are the same bits.
-  const bool masked_rows_only = p.temperature == 0;
-  if (masked_rows_only) hidden = hidden.index({cfg ? at::cat({mask_index, mask_index}, 0) : mask_index});
-  at::Tensor logits = model.HeadLogits(hidden);  // [B', bl, V], or [rows, V]
-  if (cfg) {
-    auto halves = logits.chunk(2, 0);
-    logits = halves[1] + (p.cfg_scale + 1) * (halves[0] - halves[1]);
-  }
-  if (p.logits_eos_inf) logits.select(-1, p.eos_id).fill_(kNegInf);
-  at::Tensor noisy = p.temperature == 0 ? logits : AddGumbelNoise(logits, p.temperature, gen);
+  const bool masked_rows_only = p_.temperature == 0;
+  if (masked_rows_only) hidden = hidden.index({cfg_ ? at::cat({mask_index, mask_index}, 0) : mask_index});
+  at::Tensor logits = model_.HeadLogits(hidden);  // [B', bl, V], or [rows, V]
+  if (cfg_) logits = GuidedLogits(logits, p_.cfg_scale);
+  if (p_.logits_eos_inf) logits.select(-1, p_.eos_id).fill_(kNegInf);
+  at::Tensor noisy = p_.temperature == 0 ? logits : AddGumbelNoise(logits, p_.temperature, gen_);
   at::Tensor x0 = noisy.argmax(-1);  // [B, bl], or [rows]
-  if (p.confidence_eos_eot_inf) {
+  if (p_.confidence_eos_eot_inf) {
     // The reference's `noisy[..., EOS] = logits[..., EoT] = -inf`, aliasing at temperature 0 included.
-    noisy.select(-1, p.eos_id).fill_(kNegInf);
-    logits.select(-1, p.eot_id).fill_(kNegInf);
+    noisy.select(-1, p_.eos_id).fill_(kNegInf);
+    logits.select(-1, p_.eot_id).fill_(kNegInf);
   }
   at::Tensor x0_p;
-  if (p.remasking == Remasking::kLowConfidence) {
+  if (p_.remasking == Remasking::kLowConfidence) {
     // Fast-dLLM takes this softmax in float64 (near-1 confidences stay distinct, so top-k
     // and the thresholds see what it sees); plain block_logits keeps the reference's dtype
     // so that it stays exact to the reference.
-    x0_p = at::softmax(reference_confidence ? logits : logits.to(at::kDouble), -1)
+    x0_p = at::softmax(reference_confidence_ ? logits : logits.to(at::kDouble), -1)
                .gather(-1, x0.unsqueeze(-1))
                .squeeze(-1);
-    if (masked_rows_only) x0_p = at::full({batch, bl}, kNegInf, x0_p.options()).masked_scatter_(mask_index, x0_p);
+    if (masked_rows_only) x0_p = at::full({batch_, bl_}, kNegInf, x0_p.options()).masked_scatter_(mask_index, x0_p);
   } else {
     // The reference's draw shape, so that the generator stream stays the same.
-    x0_p = at::empty({batch, total}, at::TensorOptions().dtype(at::kFloat).device(device))
-               .uniform_(0, 1, gen)
-               .narrow(1, block_start, bl);
+    x0_p = at::empty({batch_, total_}, at::TensorOptions().dtype(at::kFloat).device(device_))
+               .uniform_(0, 1, gen_)
+               .narrow(1, block_start(), bl_);
   }
   x0 = masked_rows_only ? xb.masked_scatter(mask_index, x0) : at::where(mask_index, x0, xb);
   // Confidence over the full row (-inf outside the block), so that top-k sees what the
   // reference's top-k sees.
-  at::Tensor confidence = at::full({batch, total}, kNegInf, x0_p.options());
-  confidence.narrow(1, block_start, bl).copy_(x0_p.masked_fill(mask_index.logical_not(), kNegInf));
+  at::Tensor confidence = at::full({batch_, total_}, kNegInf, x0_p.options());
+  confidence.narrow(1, block_start(), bl_).copy_(x0_p.masked_fill(mask_index.logical_not(), kNegInf));
   return {x0, confidence};
 }
 
-at::Tensor FastRun::PickTransfers(const at::Tensor& confidence, const at::Tensor& mask_index,
-                                  const std::vector<std::vector<std::int64_t>>& schedule, std::int64_t i,
-                                  std::int64_t block_start, std::int64_t topk_begin, std::int64_t topk_end) {
-  at::Tensor transfer = at::zeros({batch, total}, at::TensorOptions().dtype(at::kBool).device(device));
+at::Tensor FastStepSampler::PickTransfers(const at::Tensor& confidence, const at::Tensor& mask_index) {
+  // Where top-k looks, as in Fast-dLLM: the whole row at a block's first step (and without a
+  // cache), the block and everything after it (prefix cache), the block alone (dual cache).
+  // Ties (confidences of exactly 1.0 are common on a confident model) then break the same way.
+  const std::int64_t topk_begin = i_ == 0 || o_.cache == CacheKind::kNone ? 0 : block_start();
+  const std::int64_t topk_end = i_ > 0 && o_.cache == CacheKind::kDual ? block_start() + bl_ : total_;
+  at::Tensor transfer = at::zeros({batch_, total_}, at::TensorOptions().dtype(at::kBool).device(device_));
   at::Tensor masked_per_row = mask_index.sum(1).cpu();
-  for (std::int64_t r = 0; r < batch; ++r) {
+  for (std::int64_t r = 0; r < batch_; ++r) {
     const std::int64_t masked = masked_per_row[r].item<std::int64_t>();
     if (masked == 0) continue;
     std::int64_t k = 0;
-    if (o.rule == DecodeRule::kSchedule) {
-      k = schedule[r][i];
+    if (o_.rule == DecodeRule::kSchedule) {
+      k = schedule_[r][i_];
     } else {
-      at::Tensor sorted = std::get<0>(confidence[r].narrow(0, block_start, bl).sort(-1, /*descending=*/true));
+      at::Tensor sorted = std::get<0>(confidence[r].narrow(0, block_start(), bl_).sort(-1, /*descending=*/true));
       const std::vector<double> c = ToDoubles(sorted.narrow(0, 0, masked));
-      k = o.rule == DecodeRule::kThreshold ? ThresholdCount(c, o.threshold) : FactorCount(c, o.factor);
+      k = o_.rule == DecodeRule::kThreshold ? ThresholdCount(c, o_.threshold) : FactorCount(c, o_.factor);
     }
     if (k == 0) continue;
     at::Tensor picked = std::get<1>(at::topk(confidence[r].narrow(0, topk_begin, topk_end - topk_begin), k)) + topk_begin;
@@ -199,41 +232,40 @@ at::Tensor FastRun::PickTransfers(const at::Tensor& confidence, const at::Tensor
   return transfer;
 }
 
-void FastRun::EarlyStop(const at::Tensor& xb, at::Tensor& transfer, std::int64_t block_end) {
-  at::Tensor block_open = xb.eq(p.mask_id).any(1).cpu();
-  at::Tensor last = xb.select(1, bl - 1).cpu();
-  for (std::int64_t r = 0; r < batch; ++r) {
-    if (done[r] || block_open[r].item<bool>() || last[r].item<std::int64_t>() != p.eos_id) continue;
-    done[r] = 1;
-    if (block_end < total) {
-      transfer[r].narrow(0, block_end, total - block_end).fill_(true);
-      x[r].narrow(0, block_end, total - block_end).fill_(p.eos_id);
+void FastStepSampler::EarlyStop(const at::Tensor& xb, at::Tensor& transfer) {
+  const std::int64_t block_end = block_start() + bl_;
+  at::Tensor block_open = xb.eq(p_.mask_id).any(1).cpu();
+  at::Tensor last = xb.select(1, bl_ - 1).cpu();
+  for (std::int64_t r = 0; r < batch_; ++r) {
+    if (done_[r] || block_open[r].item<bool>() || last[r].item<std::int64_t>() != p_.eos_id) continue;
+    done_[r] = 1;
+    if (block_end < total_) {
+      transfer[r].narrow(0, block_end, total_ - block_end).fill_(true);
+      x_[r].narrow(0, block_end, total_ - block_end).fill_(p_.eos_id);
     }
   }
-  all_done = std::all_of(done.begin(), done.end(), [](char d) { return d != 0; });
+  all_done_ = std::all_of(done_.begin(), done_.end(), [](char d) { return d != 0; });
 }
 
 }  // namespace
 
-StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& raw_prompts,
-                                        const GenerationParams& p, const FastOptions& o, const StepCallback& on_step) {
-  UNMASK_ASSIGN_OR_RETURN(SamplingStart s, StartSampling(model, raw_prompts, p));
+StatusOr<std::unique_ptr<StepSampler>> StartFastStepSampler(const model::LladaModel& model, const PromptBatch& prompts,
+                                                            const GenerationParams& p, const FastOptions& o,
+                                                            const char* name) {
+  UNMASK_ASSIGN_OR_RETURN(SamplingStart s, StartSampling(model, prompts, p));
   UNMASK_RETURN_IF_ERROR(ValidateFastOptions(o));
-  const char* name = FastModeName(o.cache, o.rule);
-  const auto start = std::chrono::steady_clock::now();
   try {
-    FastRun run(model, s, p, o, on_step, start);
-    run.result.sampler = name;
-    for (std::int64_t nb = 0; nb < run.num_blocks && !run.all_done; ++nb) {
-      UNMASK_RETURN_IF_ERROR(run.RunBlock(nb));
-    }
-    GenerationResult& result = run.result;
-    result.output = ToRows(run.x.narrow(1, s.prompt_len, p.gen_length));
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return result;
+    return std::unique_ptr<StepSampler>(std::make_unique<FastStepSampler>(model, std::move(s), p, o, name));
   } catch (const std::exception& e) {
     return InternalError(std::string(name) + " sampler: " + e.what());
   }
+}
+
+StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& prompts,
+                                        const GenerationParams& p, const FastOptions& o, const StepCallback& on_step) {
+  const char* name = FastModeName(o.cache, o.rule);
+  UNMASK_ASSIGN_OR_RETURN(auto sampler, StartFastStepSampler(model, prompts, p, o, name));
+  return RunSteps(model, *sampler, on_step, std::string(name) + " sampler");
 }
 
 }  // namespace unmask::sampler

@@ -27,12 +27,15 @@
 //    tokens that step unmasked. An EOS elsewhere in the block (not last) does not stop anything.
 //    With early stop off, or when no block ends in EOS, it changes nothing.
 //  - GenerationResult::sampler is the mode name (FastModeName); steps_run counts forwards.
+//  - FastGenerate is StartFastStepSampler driven alone (RunSteps); the executor drives many
+//    together (step_sampler.h).
 //  - LibTorch errors are caught and returned as Internal; a callback returning false ends the
 //    run with Cancelled ("generation cancelled after step N", as the reference).
 #pragma once
 
 #include "common/model/llada_model.h"
 #include "common/sampler/sampler_params.h"
+#include "common/sampler/step_sampler.h"
 #include "common/sampler/step_event.h"
 #include "common/util/status.h"
 
@@ -43,5 +46,10 @@ namespace unmask::sampler {
 StatusOr<GenerationResult> FastGenerate(const model::LladaModel& model, const PromptBatch& prompts,
                                         const GenerationParams& params, const FastOptions& options,
                                         const StepCallback& on_step = {});
+
+// The same generation as a StepSampler (step_sampler.h); GenerationResult::sampler is `name`.
+StatusOr<std::unique_ptr<StepSampler>> StartFastStepSampler(const model::LladaModel& model, const PromptBatch& prompts,
+                                                            const GenerationParams& params, const FastOptions& options,
+                                                            const char* name);
 
 }  // namespace unmask::sampler

@@ -3,35 +3,34 @@
 #include <ATen/core/Tensor.h>
 
 #include "common/model/kv_cache.h"
-#include "common/model/llada_model.h"
 
 namespace unmask::sampler {
 namespace {
 
 class PrefixCacheForward : public BlockForward {
  public:
-  explicit PrefixCacheForward(const model::LladaModel& model) : model_(model) {}
-  at::Tensor BlockHidden(const at::Tensor& x, const at::Tensor& attention_mask, std::int64_t block_start,
-                         std::int64_t block_end, std::int64_t step_in_block) override {
-    const std::int64_t block_len = block_end - block_start;
-    if (step_in_block == 0 || cache_.empty()) {
-      return model_.HiddenFillCache(x, attention_mask, &cache_).narrow(1, block_start, block_len);
+  model::PackedSegment Segment(const at::Tensor& x, const at::Tensor& attention_mask, std::int64_t block_start,
+                               std::int64_t, std::int64_t step_in_block) override {
+    model::PackedSegment seg;
+    seg.cache = &cache_;
+    if (step_in_block == 0 || cache_.empty()) {  // refill from the whole sequence
+      seg.ids = x;
+      seg.attention_mask = attention_mask;
+      return seg;
     }
-    const std::int64_t total = x.size(1);
-    return model_.HiddenSegment(x.narrow(1, block_start, total - block_start), block_start, &cache_)
-        .narrow(1, 0, block_len);
+    seg.whole = false;  // the block and everything after it
+    seg.offset = block_start;
+    seg.ids = x.narrow(1, block_start, x.size(1) - block_start);
+    return seg;
   }
   std::int64_t CacheBytes() const override { return cache_.Bytes(); }
 
  private:
-  const model::LladaModel& model_;
   model::KvCache cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<BlockForward> MakePrefixCacheForward(const model::LladaModel& model) {
-  return std::make_unique<PrefixCacheForward>(model);
-}
+std::unique_ptr<BlockForward> MakePrefixCacheForward() { return std::make_unique<PrefixCacheForward>(); }
 
 }  // namespace unmask::sampler

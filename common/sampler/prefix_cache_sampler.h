@@ -20,6 +20,6 @@
 
 namespace unmask::sampler {
 
-std::unique_ptr<BlockForward> MakePrefixCacheForward(const model::LladaModel& model);
+std::unique_ptr<BlockForward> MakePrefixCacheForward();
 
 }  // namespace unmask::sampler

@@ -18,7 +18,9 @@
 #pragma once
 
 #include "common/model/model_backend.h"
+#include "common/model/llada_model.h"
 #include "common/sampler/sampler_params.h"
+#include "common/sampler/step_sampler.h"
 #include "common/sampler/step_event.h"
 #include "common/util/status.h"
 
@@ -28,5 +30,11 @@ namespace unmask::sampler {
 // A callback returning false ends the run with Cancelled.
 StatusOr<GenerationResult> ReferenceGenerate(const model::ModelBackend& model, const PromptBatch& prompts,
                                              const GenerationParams& params, const StepCallback& on_step = {});
+
+// The same loop as a StepSampler (step_sampler.h) over a LladaModel: what the executor and
+// Generate run for the reference on a LladaModel at temperature > 0.
+StatusOr<std::unique_ptr<StepSampler>> StartReferenceStepSampler(const model::LladaModel& model,
+                                                                 const PromptBatch& prompts,
+                                                                 const GenerationParams& params);
 
 }  // namespace unmask::sampler

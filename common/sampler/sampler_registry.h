@@ -28,8 +28,10 @@ namespace unmask::sampler {
 // (the fast modes need its hidden states and K/V); any other backend is refused with
 // InvalidArgument. For kReference `options` is ignored; at temperature 0 on a model::LladaModel
 // it computes the LM head over the current block's rows only (block_logits' forward without
-// early stop: the reference's ids and unmasking order, proven by the golden test), otherwise it
-// runs ReferenceGenerate, the official loop as written.
+// early stop: the reference's ids and unmasking order, proven by the golden test). On a
+// model::LladaModel every mode runs as a StepSampler driven alone (step_sampler.h: what the
+// executor packs with other jobs); on any other backend the reference runs ReferenceGenerate,
+// the official loop as written.
 StatusOr<GenerationResult> Generate(SamplerMode mode, const model::ModelBackend& model, const PromptBatch& prompts,
                                     const GenerationParams& params, const FastOptions& options = {},
                                     const StepCallback& on_step = {});

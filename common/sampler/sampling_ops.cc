@@ -37,6 +37,11 @@ std::vector<std::vector<std::int64_t>> ToRows(const at::Tensor& t) {
   return rows;
 }
 
+at::Tensor GuidedLogits(const at::Tensor& logits, double cfg_scale) {
+  auto halves = logits.chunk(2, 0);
+  return halves[1] + (cfg_scale + 1) * (halves[0] - halves[1]);
+}
+
 StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len) {
   StepEvent ev;
   at::Tensor t = transfer.cpu();

@@ -22,6 +22,10 @@ at::Generator MakeSeededGenerator(c10::Device device, std::uint64_t seed);
 // as rand_like over the full logits.
 at::Tensor AddGumbelNoise(const at::Tensor& logits, double temperature, at::Generator& gen);
 
+// Classifier-free guidance over logits whose batch is [conditional; unconditional] (the prompt
+// masked): un + (cfg_scale + 1) * (cond - un), as the official generate() computes it.
+at::Tensor GuidedLogits(const at::Tensor& logits, double cfg_scale);
+
 at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device);
 std::vector<std::vector<std::int64_t>> ToRows(const at::Tensor& t);
 

@@ -1,0 +1,112 @@
+#include "common/sampler/step_sampler.h"
+
+#include <chrono>
+#include <string>
+
+#include "common/sampler/fast_sampler.h"
+#include "common/sampler/reference_sampler.h"
+
+namespace unmask::sampler {
+
+StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(SamplerMode mode, const model::LladaModel& model,
+                                                        const PromptBatch& prompts, const GenerationParams& params,
+                                                        const FastOptions& options) {
+  FastOptions fast = options;
+  if (FastModeOf(mode, &fast.cache, &fast.rule))
+    return StartFastStepSampler(model, prompts, params, fast, FastModeName(fast.cache, fast.rule));
+  if (params.temperature > 0) return StartReferenceStepSampler(model, prompts, params);
+  // Greedy reference: the LM head over the current block's rows only (block_logits' forward,
+  // no early stop). The reference reads nothing else of its [B, L, V] logits at temperature 0,
+  // so the ids and the unmasking order are the reference's (the golden test runs this path);
+  // with a 126k vocabulary the LM head is most of a small model's step.
+  FastOptions exact;
+  exact.early_stop = false;
+  return StartFastStepSampler(model, prompts, params, exact, SamplerModeName(SamplerMode::kReference));
+}
+
+StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(const model::LladaModel& model, const PromptBatch& prompts,
+                                                        const GenerationParams& params) {
+  return StartStepSampler(params.sampler, model, prompts, params, generation::FastOptionsOf(params));
+}
+
+namespace {
+
+Status StepError(const StepSampler& sampler, const std::exception& e) {
+  return InternalError(std::string(sampler.Result().sampler) + " sampler: " + e.what());
+}
+
+// The hidden states of every segment, packed; when the packed forward throws, of each segment
+// alone, or its error.
+std::vector<StatusOr<at::Tensor>> Forwards(const model::LladaModel& model, const std::vector<StepSampler*>& samplers,
+                                           const std::vector<model::PackedSegment>& segments) {
+  std::vector<StatusOr<at::Tensor>> hidden;
+  try {
+    for (at::Tensor& h : model.HiddenPacked(segments)) hidden.emplace_back(std::move(h));
+    return hidden;
+  } catch (const std::exception&) {
+    hidden.clear();
+  }
+  for (std::size_t j = 0; j < segments.size(); ++j) {
+    try {
+      hidden.emplace_back(model.HiddenPacked({segments[j]})[0]);
+    } catch (const std::exception& e) {
+      hidden.emplace_back(StepError(*samplers[j], e));
+    }
+  }
+  return hidden;
+}
+
+}  // namespace
+
+std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, const std::vector<StepSampler*>& samplers) {
+  std::vector<StatusOr<StepEvent>> events(samplers.size(), StatusOr<StepEvent>(InternalError("step not run")));
+  std::vector<StepSampler*> packed;
+  std::vector<std::size_t> where;
+  std::vector<model::PackedSegment> segments;
+  for (std::size_t j = 0; j < samplers.size(); ++j) {
+    try {
+      segments.push_back(samplers[j]->NextForward());
+      packed.push_back(samplers[j]);
+      where.push_back(j);
+    } catch (const std::exception& e) {
+      events[j] = StepError(*samplers[j], e);
+    }
+  }
+  if (segments.empty()) return events;
+  std::vector<StatusOr<at::Tensor>> hidden = Forwards(model, packed, segments);
+  for (std::size_t i = 0; i < packed.size(); ++i) {
+    if (!hidden[i].ok()) {
+      events[where[i]] = hidden[i].status();
+      continue;
+    }
+    try {
+      events[where[i]] = packed[i]->FinishStep(*hidden[i]);
+    } catch (const std::exception& e) {
+      events[where[i]] = StepError(*packed[i], e);
+    }
+  }
+  return events;
+}
+
+StatusOr<GenerationResult> RunSteps(const model::LladaModel& model, StepSampler& sampler, const StepCallback& on_step,
+                                    const std::string& what) {
+  const auto start = std::chrono::steady_clock::now();
+  auto since_start = [&start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  try {
+    while (sampler.running()) {
+      const model::PackedSegment segment = sampler.NextForward();
+      StepEvent ev = sampler.FinishStep(model.HiddenPacked({segment})[0]);
+      ev.elapsed_seconds = since_start();
+      if (on_step && !on_step(ev)) return CancelledError("generation cancelled after step " + std::to_string(ev.step));
+    }
+    GenerationResult result = sampler.Result();
+    result.seconds = since_start();
+    return result;
+  } catch (const std::exception& e) {
+    return InternalError(what + ": " + e.what());
+  }
+}
+
+}  // namespace unmask::sampler
