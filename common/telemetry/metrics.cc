@@ -120,6 +120,11 @@ ServiceMetrics::ServiceMetrics()
                .Help("Duration of one denoising step")
                .Register(r)
                .Add({}, kStepBuckets);
+  step_batch_ = &prometheus::BuildHistogram()
+                     .Name("unmask_step_batch_jobs")
+                     .Help("Jobs whose steps shared one forward pass")
+                     .Register(r)
+                     .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
   generated_tokens_ = &prometheus::BuildCounter()
                            .Name("unmask_generated_tokens_total")
                            .Help("Tokens generated")
@@ -171,6 +176,7 @@ void ServiceMetrics::SetQueueDepth(double jobs) { queue_depth_->Set(jobs); }
 void ServiceMetrics::ObserveQueueWait(double seconds) { queue_wait_->Observe(seconds); }
 void ServiceMetrics::ObserveJobRun(double seconds) { job_run_->Observe(seconds); }
 void ServiceMetrics::ObserveStep(double seconds) { step_->Observe(seconds); }
+void ServiceMetrics::ObserveStepBatch(double jobs) { step_batch_->Observe(jobs); }
 void ServiceMetrics::AddGeneratedTokens(std::uint64_t tokens) {
   generated_tokens_->Increment(static_cast<double>(tokens));
 }

@@ -9,7 +9,8 @@
 //   unmask_queue_depth                            gauge     jobs waiting
 //   unmask_queue_wait_seconds                     histogram time from submit to start
 //   unmask_job_run_seconds                        histogram time from start to end of a job
-//   unmask_step_seconds                           histogram one denoising step
+//   unmask_step_seconds                           histogram one denoising step (one packed forward)
+//   unmask_step_batch_jobs                        histogram jobs that shared a step's forward
 //   unmask_generated_tokens_total                 counter
 //   unmask_tokens_per_second                      gauge     last measured generation rate
 //   unmask_fitting_used_bytes                      gauge
@@ -63,6 +64,7 @@ class ServiceMetrics {
   void ObserveQueueWait(double seconds);
   void ObserveJobRun(double seconds);
   void ObserveStep(double seconds);
+  void ObserveStepBatch(double jobs);
   void AddGeneratedTokens(std::uint64_t tokens);
   void SetTokensPerSecond(double tokens_per_second);
   void SetMemoryUsed(double bytes);
@@ -98,6 +100,7 @@ class ServiceMetrics {
   prometheus::Histogram* queue_wait_;
   prometheus::Histogram* job_run_;
   prometheus::Histogram* step_;
+  prometheus::Histogram* step_batch_;
   prometheus::Counter* generated_tokens_;
   prometheus::Gauge* tokens_per_second_;
   prometheus::Gauge* memory_used_;

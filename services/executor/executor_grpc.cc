@@ -109,6 +109,8 @@ grpc::Status ExecutorGrpcService::GetCapacity(grpc::ServerContext* ctx, const v1
         resp->set_precision(c.precision);
         resp->set_compute_precision(c.compute_precision);
         resp->set_compute_reason(c.compute_reason);
+        resp->set_job_budget_bytes(c.job_budget_bytes);
+        resp->set_job_bytes_in_use(c.job_bytes_in_use);
         return grpc::Status::OK;
       },
       /*may_start_trace=*/false);

@@ -45,7 +45,7 @@ struct Completion {
   double queued_seconds = 0, running_seconds = 0;
   std::vector<double> step_seconds;
   std::string finish_reason;  // "length" or "eos"
-  int batch_size = 1;          // how many jobs shared the forward passes
+  int batch_size = 1;          // the most jobs that shared one of its forward passes
 };
 
 struct JobEvent {
@@ -71,6 +71,9 @@ class Job {
 
   // Worker side.
   void Push(JobEvent event);
+  // The bytes the job is charged against the executor's job budget while it runs (set at Submit).
+  std::uint64_t charge_bytes() const { return charge_bytes_; }
+  void set_charge_bytes(std::uint64_t bytes) { charge_bytes_ = bytes; }
   bool finished() const { return finished_.load(); }
 
  private:
@@ -82,6 +85,7 @@ class Job {
   std::condition_variable cv_;
   std::deque<JobEvent> events_;
   Status cancel_reason_;
+  std::uint64_t charge_bytes_ = 0;
 };
 
 }  // namespace unmask::executor

@@ -31,14 +31,19 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--executor-id", f.core.executor_id, "Name reported to the loader and the scheduler");
-  app.add_option("--workers", f.core.workers, "Jobs run at once, each on its own thread")->capture_default_str();
+  app.add_option("--workers", f.core.workers,
+                 "Threads that each run a batch of jobs (continuous batching: one packed forward per step)")
+      ->capture_default_str();
   app.add_option("--intra-op-threads", f.intra_op_threads,
                  "Threads one forward pass uses (0: one per core; LibTorch's own default took one on 2-core machines)")
       ->capture_default_str();
-  app.add_option("--max-batch,--max-concurrent-jobs", f.core.max_batch, "Jobs batched into one forward pass (the jobs one worker runs at once)")
+  app.add_option("--max-batch,--max-concurrent-jobs", f.core.max_batch, "Running jobs one worker packs into each step's forward pass")
       ->capture_default_str();
   app.add_option("--max-queued-jobs", f.core.max_queued_jobs, "Queue limit")->capture_default_str();
   app.add_option("--memory-reserve-bytes", f.core.memory_reserve_bytes, "Kept free of the budget")->capture_default_str();
+  app.add_option("--job-budget-bytes", f.core.job_budget_bytes,
+                 "What the running jobs' predicted peaks may add up to (0: the memory available at start less the reserve)")
+      ->capture_default_str();
   app.add_option("--attach-timeout-seconds", f.attach_timeout_seconds, "How long to retry the loader")->capture_default_str();
   app.add_option("--drain-timeout-seconds", f.drain_timeout_seconds, "Grace period for in-flight jobs on SIGTERM")->capture_default_str();
   unmask::tls::AddServerTlsFlags(app, &f.tls);

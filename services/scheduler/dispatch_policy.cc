@@ -11,6 +11,10 @@ StatusOr<DispatchPolicy> ParseDispatchPolicy(const std::string& text) {
   return InvalidArgumentError("dispatch policy '" + text + "' is not one of least_busy, round_robin, random");
 }
 
+std::uint64_t FitBudget(const ExecutorSnapshot& e) {
+  return e.job_budget_bytes > 0 ? std::min(e.budget_bytes, e.job_budget_bytes) : e.budget_bytes;
+}
+
 bool IsCpuDevice(const std::string& device) { return device.empty() || device == "cpu" || device.rfind("cpu:", 0) == 0; }
 
 bool InDeviceClass(const ExecutorSnapshot& e, const std::string& device_class) {
@@ -32,10 +36,15 @@ int Dispatcher::Pick(const std::vector<ExecutorSnapshot>& executors, const std::
   if (eligible.empty()) return -1;
   switch (policy_) {
     case DispatchPolicy::kLeastBusy: {
-      // Lowest load relative to capacity; ties go to the earliest in the list.
+      // Lowest load relative to capacity, in job slots or in job memory, whichever is fuller;
+      // ties go to the earliest in the list.
       auto load = [&](int i) {
         const auto& e = executors[i];
-        return static_cast<double>(e.running + e.queued) / std::max(1, e.max_concurrent);
+        const double slots = static_cast<double>(e.running + e.queued) / std::max(1, e.max_concurrent);
+        const double memory = e.job_budget_bytes > 0 ? static_cast<double>(e.job_bytes_in_use) /
+                                                           static_cast<double>(e.job_budget_bytes)
+                                                     : 0.0;
+        return std::max(slots, memory);
       };
       return *std::min_element(eligible.begin(), eligible.end(), [&](int a, int b) { return load(a) < load(b); });
     }

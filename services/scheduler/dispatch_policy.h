@@ -22,6 +22,9 @@ struct ExecutorSnapshot {
   int queued = 0;
   int max_concurrent = 1;      // the executor's own limit
   std::uint64_t budget_bytes = 0;
+  // Continuous batching's admission: what running jobs' predicted peaks may add up to, and what
+  // they add up to now (0 and 0 from an executor that does not report them).
+  std::uint64_t job_budget_bytes = 0, job_bytes_in_use = 0;
   std::string model_config_json;
   std::string precision;        // the weights' storage type
   std::string compute_precision, compute_reason;
@@ -31,6 +34,9 @@ struct ExecutorSnapshot {
 // The executors a job may run on (Accepted.device_class): any, accelerators only, or CPU only.
 inline constexpr const char* kDeviceClassAccelerator = "accelerator";
 inline constexpr const char* kDeviceClassCpu = "cpu";
+// What one job may need on `e`: its free memory less the reserve, and no more than its job
+// budget (an executor refuses a job whose predicted peak exceeds that, reason DOES_NOT_FIT).
+std::uint64_t FitBudget(const ExecutorSnapshot& e);
 bool IsCpuDevice(const std::string& device);  // "cpu", "cpu:N"; an executor reporting nothing counts as CPU
 bool InDeviceClass(const ExecutorSnapshot& e, const std::string& device_class);  // "" = any
 
@@ -41,7 +47,8 @@ class Dispatcher {
 
   // Index into `executors` of the one to use for `model`, or -1 when none is healthy, serves
   // the model, is in `device_class` ("" = any) and has room (running + queued below
-  // min(max_concurrent, per-executor limit)).
+  // min(max_concurrent, per-executor limit)). least_busy takes the executor whose load is
+  // lowest: the larger of its job slots in use and its job budget in use.
   int Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model,
            const std::string& device_class = "");
 

@@ -76,6 +76,8 @@ void ExecutorPool::PollOnce() {
       snap.queued = cap.queued_jobs();
       snap.max_concurrent = cap.max_concurrent_jobs();
       snap.budget_bytes = cap.budget_bytes();
+      snap.job_budget_bytes = cap.job_budget_bytes();
+      snap.job_bytes_in_use = cap.job_bytes_in_use();
       snap.model_config_json = cap.model_config_json();
       snap.precision = cap.precision();
       snap.compute_precision = cap.compute_precision();

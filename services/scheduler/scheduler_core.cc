@@ -83,11 +83,11 @@ StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std
     const int bytes = ComputeBytes(e.compute_precision);
     if (IsCpuDevice(e.device)) {
       have_cpu = true;
-      cpu_budget = std::max(cpu_budget, e.budget_bytes);
+      cpu_budget = std::max(cpu_budget, FitBudget(e));
       cpu_bytes = std::max(cpu_bytes, bytes);
     } else {
       have_accelerator = true;
-      accelerator_budget = std::max(accelerator_budget, e.budget_bytes);
+      accelerator_budget = std::max(accelerator_budget, FitBudget(e));
       accelerator_bytes = std::max(accelerator_bytes, bytes);
     }
   }

@@ -18,6 +18,7 @@
 #include "common/sampler/sampler_registry.h"
 #include "tests/fixtures/temp_checkpoint.h"
 #include "tests/fixtures/test_paths.h"
+#include "tests/sampler/golden_case.h"
 
 namespace unmask::sampler {
 namespace {
@@ -53,24 +54,8 @@ class FastGoldenTest : public ::testing::TestWithParam<int> {
     delete model_;
     delete golden_;
   }
-  static GenerationParams CaseParams(const json& c) {
-    GenerationParams p;
-    p.steps = c["steps"];
-    p.gen_length = c["gen_length"];
-    p.block_length = c["block_length"];
-    p.temperature = c["temperature"];
-    p.cfg_scale = c["cfg_scale"];
-    p.remasking = *ParseRemasking(c["remasking"]);
-    p.logits_eos_inf = c["logits_eos_inf"];
-    p.confidence_eos_eot_inf = c["confidence_eos_eot_inf"];
-    p.seed = c["seed"];
-    return p;
-  }
-  static PromptBatch CasePrompts(const json& c) {
-    PromptBatch prompts;
-    prompts.ids = c["prompt"].get<std::vector<std::vector<std::int64_t>>>();
-    return prompts;
-  }
+  static GenerationParams CaseParams(const json& c) { return unmask::testing::GoldenCaseParams(c); }
+  static PromptBatch CasePrompts(const json& c) { return unmask::testing::GoldenCasePrompts(c); }
   static json* golden_;
   static model::LladaModel* model_;
 };

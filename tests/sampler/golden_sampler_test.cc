@@ -12,6 +12,7 @@
 #include "common/sampler/sampler_registry.h"
 #include "tests/fixtures/gemm_paths.h"
 #include "tests/fixtures/test_paths.h"
+#include "tests/sampler/golden_case.h"
 
 namespace unmask {
 namespace {
@@ -45,18 +46,8 @@ TEST_P(GoldenSamplerTest, MatchesOfficialOutputAndUnmaskingOrder) {
   testing::ScopedGemmPath scoped(path);
   ASSERT_TRUE(scoped.ok());
   const json& c = (*golden_)["cases"][index];
-  generation::GenerationParams p;
-  p.steps = c["steps"];
-  p.gen_length = c["gen_length"];
-  p.block_length = c["block_length"];
-  p.temperature = c["temperature"];
-  p.cfg_scale = c["cfg_scale"];
-  p.remasking = *generation::ParseRemasking(c["remasking"]);
-  p.logits_eos_inf = c["logits_eos_inf"];
-  p.confidence_eos_eot_inf = c["confidence_eos_eot_inf"];
-  p.seed = c["seed"];
-  sampler::PromptBatch prompts;
-  prompts.ids = c["prompt"].get<std::vector<std::vector<std::int64_t>>>();
+  const generation::GenerationParams p = testing::GoldenCaseParams(c);
+  const sampler::PromptBatch prompts = testing::GoldenCasePrompts(c);
 
   // The reference loop itself, and "reference" as every caller asks for it (the registry: at
   // temperature 0 it computes the LM head over the current block only).

@@ -18,6 +18,7 @@
 #include "common/sampler/step_sampler.h"
 #include "tests/fixtures/gemm_paths.h"
 #include "tests/fixtures/test_paths.h"
+#include "tests/sampler/golden_case.h"
 
 namespace unmask {
 namespace {
@@ -46,18 +47,9 @@ const json& Golden() {
 Job CaseJob(int index, generation::SamplerMode mode) {
   const json& c = Golden()["cases"][index];
   Job job;
-  auto& p = job.params;
-  p.steps = c["steps"];
-  p.gen_length = c["gen_length"];
-  p.block_length = c["block_length"];
-  p.temperature = c["temperature"];
-  p.cfg_scale = c["cfg_scale"];
-  p.remasking = *generation::ParseRemasking(c["remasking"]);
-  p.logits_eos_inf = c["logits_eos_inf"];
-  p.confidence_eos_eot_inf = c["confidence_eos_eot_inf"];
-  p.seed = c["seed"];
-  p.sampler = mode;
-  job.prompts.ids = c["prompt"].get<std::vector<std::vector<std::int64_t>>>();
+  job.params = testing::GoldenCaseParams(c);
+  job.params.sampler = mode;
+  job.prompts = testing::GoldenCasePrompts(c);
   return job;
 }
 

@@ -114,8 +114,10 @@ class ExecutorServiceTest : public ::testing::Test {
     return out;
   }
 
-  static void ExpectBatchedEqualsAlone(ExecutorCore& core, const std::vector<std::vector<std::int64_t>>& prompts,
-                                       const std::string& sampler);
+  static void ExpectBatchedEqualsAlone(ExecutorCore& core, const std::vector<v1::RunRequest>& requests);
+  // gen 16, block 8, 16 steps with `sampler`, one request per prompt.
+  static std::vector<v1::RunRequest> SameShape(const std::vector<std::vector<std::int64_t>>& prompts,
+                                               const std::string& sampler);
 
   static unmask::testing::TempDir* root_;
   static loader::LoaderCore* loader_core_;
@@ -203,23 +205,16 @@ TEST_F(ExecutorServiceTest, APassedDeadlineStopsTheJob) {
   EXPECT_LT(r.steps.size(), 256u);
 }
 
-// Runs `prompts` concurrently behind a long job (so that they queue up and batch), then each
-// alone, and checks that every batched job equals the same job run alone.
-void ExecutorServiceTest::ExpectBatchedEqualsAlone(ExecutorCore& core,
-                                                   const std::vector<std::vector<std::int64_t>>& prompts,
-                                                   const std::string& sampler) {
-  auto request = [&](const std::vector<std::int64_t>& p) {
-    v1::RunRequest r = Request(p, 16, 8, 16);
-    r.mutable_params()->set_sampler(sampler);
-    return r;
-  };
+std::vector<std::int64_t> Ids(const v1::RunCompleted& c) { return {c.ids().begin(), c.ids().end()}; }
+
+// Runs `requests` concurrently behind a long job (so that they join its running batch at
+// different steps), then each alone, and checks that every batched job equals the same job run
+// alone, step for step.
+void ExecutorServiceTest::ExpectBatchedEqualsAlone(ExecutorCore& core, const std::vector<v1::RunRequest>& requests) {
   auto blocker = core.Submit(*JobRequestFromProto(Request({7, 7, 7}, 32, 32, 32), core.model()->config()));
   ASSERT_TRUE(blocker.ok());
   std::vector<std::future<RunOutcome>> batched;
-  for (const auto& p : prompts) {
-    const v1::RunRequest r = request(p);
-    batched.push_back(std::async(std::launch::async, [r] { return Run(r); }));
-  }
+  for (const auto& r : requests) batched.push_back(std::async(std::launch::async, [r] { return Run(r); }));
   std::vector<RunOutcome> together;
   for (auto& f : batched) together.push_back(f.get());
   int max_batch = 0;
@@ -228,20 +223,19 @@ void ExecutorServiceTest::ExpectBatchedEqualsAlone(ExecutorCore& core,
     max_batch = std::max(max_batch, r.completed.batch_size());
   }
   EXPECT_GT(max_batch, 1) << "the concurrent jobs were not batched";
-  for (std::size_t i = 0; i < prompts.size(); ++i) {
-    RunOutcome alone = Run(request(prompts[i]));
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const std::string what = requests[i].params().sampler() + ", request " + std::to_string(i);
+    RunOutcome alone = Run(requests[i]);
     ASSERT_TRUE(alone.status.ok());
     EXPECT_EQ(alone.completed.batch_size(), 1);
-    EXPECT_EQ(std::vector<std::int64_t>(together[i].completed.ids().begin(), together[i].completed.ids().end()),
-              std::vector<std::int64_t>(alone.completed.ids().begin(), alone.completed.ids().end()))
-        << sampler << ", prompt " << i;
-    ASSERT_EQ(together[i].steps.size(), alone.steps.size()) << sampler << ", prompt " << i;
+    EXPECT_EQ(Ids(together[i].completed), Ids(alone.completed)) << what;
+    ASSERT_EQ(together[i].steps.size(), alone.steps.size()) << what;
     for (std::size_t s = 0; s < alone.steps.size(); ++s) {
       EXPECT_EQ(std::vector<std::int64_t>(together[i].steps[s].unmasked().positions().begin(),
                                           together[i].steps[s].unmasked().positions().end()),
                 std::vector<std::int64_t>(alone.steps[s].unmasked().positions().begin(),
                                           alone.steps[s].unmasked().positions().end()))
-          << sampler << ", prompt " << i << ", step " << s;
+          << what << ", step " << s;
     }
   }
   JobEvent ev;
@@ -249,36 +243,50 @@ void ExecutorServiceTest::ExpectBatchedEqualsAlone(ExecutorCore& core,
   }
 }
 
+std::vector<v1::RunRequest> ExecutorServiceTest::SameShape(const std::vector<std::vector<std::int64_t>>& prompts,
+                                                           const std::string& sampler) {
+  std::vector<v1::RunRequest> requests;
+  for (const auto& p : prompts) {
+    requests.push_back(Request(p, 16, 8, 16));
+    requests.back().mutable_params()->set_sampler(sampler);
+  }
+  return requests;
+}
+
 TEST_F(ExecutorServiceTest, BatchedJobsEqualTheSameJobsRunAlone) {
-  ExpectBatchedEqualsAlone(*core_, {{10, 11, 12, 13}, {20, 21, 22, 23}, {30, 31, 32, 33}, {40, 41, 42, 43}}, "reference");
+  ExpectBatchedEqualsAlone(*core_, SameShape({{10, 11, 12, 13}, {20, 21, 22, 23}, {30, 31, 32, 33}, {40, 41, 42, 43}},
+                                             "reference"));
 }
 
-TEST_F(ExecutorServiceTest, JobsWithDifferentPromptLengthsBatchWithPaddingAndEqualTheirRunsAlone) {
+TEST_F(ExecutorServiceTest, JobsWithDifferentPromptLengthsShareForwardsAndEqualTheirRunsAlone) {
   const std::vector<std::vector<std::int64_t>> prompts = {{10, 11, 12, 13}, {20}, {30, 31, 32, 33, 34, 35, 36}, {40, 41}};
-  ExpectBatchedEqualsAlone(*core_, prompts, "reference");
-  ExpectBatchedEqualsAlone(*core_, prompts, "dual_cache+threshold");
+  ExpectBatchedEqualsAlone(*core_, SameShape(prompts, "reference"));
+  ExpectBatchedEqualsAlone(*core_, SameShape(prompts, "dual_cache+threshold"));
 }
 
-TEST_F(ExecutorServiceTest, JobsWithDifferentAttentionChunksDoNotBatch) {
-  JobRequest a = *JobRequestFromProto(Request({1, 2}, 16, 8, 16), core_->model()->config());
-  JobRequest b = a;
-  b.params.attention_query_chunk = 4;
-  EXPECT_NE(BatchKey(a), BatchKey(b));
-  JobRequest c = a;
-  c.prompt_ids = {5, 6, 7, 8, 9};
-  EXPECT_EQ(BatchKey(a), BatchKey(c)) << "prompt length no longer splits batches";
-  RunOutcome chunked = [&] {
-    v1::RunRequest r = Request({1, 2, 3}, 16, 8, 16);
-    r.mutable_params()->set_attention_query_chunk(4);
-    return Run(r);
-  }();
-  RunOutcome whole = Run(Request({1, 2, 3}, 16, 8, 16));
-  ASSERT_TRUE(chunked.status.ok()) << chunked.status.error_message();
-  EXPECT_EQ(std::vector<std::int64_t>(chunked.completed.ids().begin(), chunked.completed.ids().end()),
-            std::vector<std::int64_t>(whole.completed.ids().begin(), whole.completed.ids().end()));
+// Continuous batching across requests that agree on nothing: lengths, blocks, steps, modes,
+// temperature and seed, guidance, attention chunks.
+TEST_F(ExecutorServiceTest, JobsThatDifferInEveryParameterShareForwardsAndEqualTheirRunsAlone) {
+  std::vector<v1::RunRequest> requests;
+  requests.push_back(Request({10, 11, 12}, 16, 8, 16));
+  requests.push_back(Request({20, 21, 22, 23, 24, 25}, 32, 16, 16));
+  requests.back().mutable_params()->set_sampler("dual_cache+threshold");
+  requests.push_back(Request({30}, 24, 8, 12));
+  requests.back().mutable_params()->set_sampler("prefix_cache");
+  requests.back().mutable_params()->set_temperature(0.8);
+  requests.back().mutable_params()->set_seed(42);
+  requests.push_back(Request({40, 41}, 16, 16, 8));
+  requests.back().mutable_params()->set_sampler("reference");
+  requests.back().mutable_params()->set_temperature(0.5);
+  requests.back().mutable_params()->set_seed(7);
+  requests.back().mutable_params()->set_cfg_scale(1.5);
+  requests.push_back(Request({50, 51, 52, 53}, 16, 4, 16));
+  requests.back().mutable_params()->set_sampler("factor");
+  requests.back().mutable_params()->set_attention_query_chunk(4);
+  ExpectBatchedEqualsAlone(*core_, requests);
 }
 
-TEST_F(ExecutorServiceTest, EarlyStopIsOnUnlessTheRequestTurnsItOffAndSplitsBatches) {
+TEST_F(ExecutorServiceTest, EarlyStopIsOnUnlessTheRequestTurnsItOff) {
   v1::RunRequest req = Request({1, 2}, 16, 8, 16);
   req.mutable_params()->set_sampler("dual_cache");
   JobRequest unset = *JobRequestFromProto(req, core_->model()->config());
@@ -289,8 +297,35 @@ TEST_F(ExecutorServiceTest, EarlyStopIsOnUnlessTheRequestTurnsItOffAndSplitsBatc
   req.mutable_params()->set_early_stop(true);
   JobRequest on = *JobRequestFromProto(req, core_->model()->config());
   EXPECT_TRUE(on.params.early_stop);
-  EXPECT_NE(BatchKey(on), BatchKey(off)) << "rows with and without early stop must not share a forward";
-  EXPECT_EQ(BatchKey(on), BatchKey(unset));
+}
+
+// A job cancelled while it shares forwards with others fails alone; the others finish as alone.
+TEST_F(ExecutorServiceTest, AJobCancelledMidBatchLeavesTheOthersRunningAndExact) {
+  const auto& config = core_->model()->config();
+  auto victim = core_->Submit(*JobRequestFromProto(Request({5, 6, 7}, 32, 8, 32), config));
+  std::vector<std::shared_ptr<Job>> others;
+  for (std::int64_t t : {20, 30}) others.push_back(*core_->Submit(*JobRequestFromProto(Request({t, t + 1}, 16, 8, 16), config)));
+  ASSERT_TRUE(victim.ok());
+  JobEvent ev;
+  for (int steps = 0; steps < 3;) {  // cancel mid-block, while the others are in the batch
+    ASSERT_TRUE((*victim)->Next(ev, std::chrono::seconds(30)));
+    if (ev.kind == JobEvent::Kind::kStep) ++steps;
+  }
+  (*victim)->Cancel();
+  while ((*victim)->Next(ev, std::chrono::seconds(30)) && ev.kind == JobEvent::Kind::kStep) {
+  }
+  EXPECT_EQ(ev.kind, JobEvent::Kind::kFailed);
+  EXPECT_EQ(ev.status.code(), StatusCode::kCancelled);
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    JobEvent out;
+    while (others[i]->Next(out, std::chrono::seconds(30)) && out.kind == JobEvent::Kind::kStep) {
+    }
+    ASSERT_EQ(out.kind, JobEvent::Kind::kCompleted) << out.status.ToString();
+    EXPECT_GT(out.completed.batch_size, 1);
+    const std::int64_t t = i == 0 ? 20 : 30;
+    RunOutcome alone = Run(Request({t, t + 1}, 16, 8, 16));
+    EXPECT_EQ(out.completed.ids, Ids(alone.completed));
+  }
 }
 
 TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
@@ -358,6 +393,44 @@ TEST_F(ExecutorServiceTest, CapacityReportsBudgetAndModel) {
   EXPECT_EQ(cap.models(0), "tiny-llada");
   EXPECT_EQ(cap.precision(), "bf16");
   EXPECT_THAT(cap.model_config_json(), HasSubstr("\"d_model\": 64"));
+}
+
+TEST_F(ExecutorServiceTest, AJobThatCanNeverFitIsRefusedNamingItsNeedAndTheBudget) {
+  ExecutorOptions options;
+  options.executor_id = "small";
+  options.job_budget_bytes = 4096;
+  ExecutorCore small(core_->model(), options);
+  auto job = small.Submit(*JobRequestFromProto(Request({1, 2, 3}, 16, 8, 16), core_->model()->config()));
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(job.status().reason(), "DOES_NOT_FIT");
+  EXPECT_THAT(job.status().message(), HasSubstr("job budget of 4.00 KiB"));
+  EXPECT_EQ(small.Capacity().job_budget_bytes, 4096u);
+}
+
+// With a budget for two such jobs, four submitted at once run at most two at a time, and all finish.
+TEST_F(ExecutorServiceTest, TheRunningBatchStaysWithinTheJobBudget) {
+  const JobRequest request = *JobRequestFromProto(Request({1, 2, 3}, 16, 8, 16), core_->model()->config());
+  const std::uint64_t charge = core_->Charge(request);
+  ASSERT_GT(charge, 0u);
+  ExecutorOptions options;
+  options.executor_id = "two-at-a-time";
+  options.max_batch = 8;
+  options.job_budget_bytes = 2 * charge + charge / 2;
+  ExecutorCore core(core_->model(), options);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(*core.Submit(request));
+  int largest = 0;
+  for (auto& job : jobs) {
+    JobEvent ev;
+    while (job->Next(ev, std::chrono::seconds(30)) && ev.kind == JobEvent::Kind::kStep) {
+      EXPECT_LE(core.Capacity().job_bytes_in_use, options.job_budget_bytes);
+    }
+    ASSERT_EQ(ev.kind, JobEvent::Kind::kCompleted) << ev.status.ToString();
+    largest = std::max(largest, ev.completed.batch_size);
+  }
+  EXPECT_EQ(largest, 2);
+  EXPECT_EQ(core.Capacity().job_bytes_in_use, 0u);
 }
 
 }  // namespace

@@ -132,6 +132,29 @@ TEST(DispatchPolicyTest, LeastBusyPicksTheLowestLoadRelativeToCapacity) {
   EXPECT_EQ(d.Pick(ex, "m"), 1);
 }
 
+// Continuous batching: an executor whose job budget is mostly charged counts as busy even with
+// free job slots.
+TEST(DispatchPolicyTest, LeastBusyCountsTheJobBudgetInUse) {
+  Dispatcher d(DispatchPolicy::kLeastBusy, 0);
+  std::vector<ExecutorSnapshot> ex = {Exec("a", 1, 8), Exec("b", 2, 8)};
+  ex[0].job_budget_bytes = ex[1].job_budget_bytes = 1000;
+  ex[0].job_bytes_in_use = 900;  // 1/8 of the slots, 90% of the memory
+  ex[1].job_bytes_in_use = 300;  // 2/8 of the slots, 30% of the memory
+  EXPECT_EQ(d.Pick(ex, "m"), 1);
+  ex[0].job_bytes_in_use = 100;
+  EXPECT_EQ(d.Pick(ex, "m"), 0);
+}
+
+TEST(DispatchPolicyTest, AJobFitsTheSmallerOfTheFreeMemoryAndTheJobBudget) {
+  ExecutorSnapshot e = Exec("a", 0, 8);
+  e.budget_bytes = 1000;
+  EXPECT_EQ(FitBudget(e), 1000u) << "an executor that reports no job budget";
+  e.job_budget_bytes = 600;
+  EXPECT_EQ(FitBudget(e), 600u);
+  e.job_budget_bytes = 4000;
+  EXPECT_EQ(FitBudget(e), 1000u);
+}
+
 TEST(DispatchPolicyTest, SkipsUnhealthyFullAndOtherModels) {
   Dispatcher d(DispatchPolicy::kLeastBusy, 0);
   std::vector<ExecutorSnapshot> ex = {Exec("a", 0, 4, false), Exec("b", 4, 4), Exec("c", 0, 4, true, "other")};
