@@ -67,6 +67,8 @@ Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
   if (r.idempotency_key().size() > kMaxIdempotencyKey)
     return Bad("idempotency_key", "must be at most " + std::to_string(kMaxIdempotencyKey) + " characters",
                std::to_string(r.idempotency_key().size()));
+  if (r.n() < 0 || r.n() > kMaxChoices)
+    return Bad("n", "must be in [0, " + std::to_string(kMaxChoices) + "] (0 = 1)", std::to_string(r.n()));
   for (char c : r.idempotency_key()) {
     if (static_cast<unsigned char>(c) < 0x21 || static_cast<unsigned char>(c) > 0x7e)
       return Bad("idempotency_key", "must be printable ASCII without spaces", "a key with other characters");

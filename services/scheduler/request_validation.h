@@ -16,7 +16,11 @@ using generation::kMaxGenLength;
 constexpr double kMaxDeadlineSeconds = 7 * 24 * 3600.0;
 constexpr std::size_t kMaxPromptBytes = 1 << 20;  // the ceiling of --max-prompt-bytes (RequestLimits)
 constexpr std::size_t kMaxIdempotencyKey = 128;
+constexpr int kMaxChoices = 16;  // GenerateRequest.n: samples of one prompt, each a job
 
 Status ValidateGenerateRequest(const v1::GenerateRequest& request);
+
+// The choices a request asks for: its n, 0 (unset) meaning 1.
+inline int ChoiceCount(const v1::GenerateRequest& request) { return request.n() > 0 ? request.n() : 1; }
 
 }  // namespace unmask::scheduler

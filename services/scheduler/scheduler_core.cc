@@ -7,6 +7,7 @@
 #include "common/generation/params_proto.h"
 #include "common/generation/validate.h"
 #include "common/tokenizer/chat_template.h"
+#include "services/scheduler/choices.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/request_validation.h"
 
@@ -125,8 +126,8 @@ StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std
   return Placement{std::move(*on_cpu), kDeviceClassCpu};
 }
 
-StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r, const std::string& traceparent,
-                                                   const auth::ApiKey* caller, const CallInfo& call) {
+StatusOr<SchedulerCore::Prepared> SchedulerCore::Prepare(const v1::GenerateRequest& r, const std::string& traceparent,
+                                                         const CallInfo& call) {
   UNMASK_RETURN_IF_ERROR(ValidateGenerateRequest(r));
   UNMASK_RETURN_IF_ERROR(CheckPromptLimits(r, options_.limits));
   const auto executors = executors_();
@@ -143,6 +144,32 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   UNMASK_RETURN_IF_ERROR(
       generation::UnderField("params", generation::ValidateParams(out.params, config, in.prompt_length)));
 
+  Prepared job;
+  v1::RunRequest& run = *job.stored.mutable_run();
+  run.set_model_id(r.model());
+  for (auto id : prompt) run.add_prompt_ids(id);
+  *run.mutable_params() = generation::ParamsToProto(out.params);
+  run.set_traceparent(traceparent);
+  job.stored.set_partial_text(r.partial_text());
+  v1::Accepted& accepted = *job.stored.mutable_accepted();
+  *accepted.mutable_params() = run.params();
+  for (const auto& a : out.adjustments) *accepted.add_adjustments() = a;
+  accepted.set_prompt_tokens(static_cast<std::int64_t>(prompt.size()));
+  accepted.set_device_class(placed.device_class);
+
+  jobs::JobRecord& record = job.record;
+  record.model = r.model();
+  record.priority = r.priority();
+  const double deadline_seconds = r.deadline_seconds() > 0 ? r.deadline_seconds() : options_.default_deadline_seconds;
+  record.deadline_unix_ms = deadline_seconds > 0 ? NowMs() + static_cast<std::int64_t>(deadline_seconds * 1000) : 0;
+  if (call.deadline_unix_ms > 0 && (record.deadline_unix_ms == 0 || call.deadline_unix_ms < record.deadline_unix_ms))
+    record.deadline_unix_ms = call.deadline_unix_ms;
+  record.idempotency_key = r.idempotency_key();
+  record.traceparent = traceparent;
+  return job;
+}
+
+StatusOr<SchedulerCore::Reserved> SchedulerCore::Reserve(int n, const auth::ApiKey* caller, const CallInfo& call) {
   // The caller's own job limit before the shared queue's: a key (or an anonymous client) at its
   // limit learns that first.
   const auto finished = [this](const std::string& job_id) {
@@ -151,59 +178,63 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
     if (!record.ok()) return record.status().code() == StatusCode::kNotFound;
     return jobs::IsTerminal(record->state);
   };
-  auth::JobReservation slot;
-  ClientJobLimit::Slot client_slot;
-  if (caller != nullptr && options_.api_keys) {
-    UNMASK_ASSIGN_OR_RETURN(slot, options_.api_keys->ReserveJob(*caller, finished));
-  } else if (caller == nullptr) {
-    UNMASK_ASSIGN_OR_RETURN(client_slot, client_jobs_.Reserve(call.client, finished));
+  Reserved reserved;
+  for (int i = 0; i < n; ++i) {
+    if (caller != nullptr && options_.api_keys) {
+      UNMASK_ASSIGN_OR_RETURN(auth::JobReservation slot, options_.api_keys->ReserveJob(*caller, finished));
+      reserved.keys.push_back(std::move(slot));
+    } else if (caller == nullptr) {
+      UNMASK_ASSIGN_OR_RETURN(ClientJobLimit::Slot slot, client_jobs_.Reserve(call.client, finished));
+      reserved.clients.push_back(std::move(slot));
+    }
   }
   UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
-  if (depth >= options_.max_queue)
+  if (depth + n > options_.max_queue)
     return ResourceExhaustedError("the queue is full (" + std::to_string(depth) +
-                                  " jobs, the scheduler's --max-queue=" + std::to_string(options_.max_queue) +
-                                  "); try again later")
+                                  " jobs, the scheduler's --max-queue=" + std::to_string(options_.max_queue) + ")" +
+                                  (n > 1 ? " for " + std::to_string(n) + " more" : "") + "; try again later")
         .WithReason(kQueueFull, {{"limit", std::to_string(options_.max_queue)}});
+  return reserved;
+}
 
-  v1::StoredJob stored;
-  v1::RunRequest& run = *stored.mutable_run();
-  run.set_model_id(r.model());
-  for (auto id : prompt) run.add_prompt_ids(id);
-  *run.mutable_params() = generation::ParamsToProto(out.params);
-  run.set_traceparent(traceparent);
-  stored.set_partial_text(r.partial_text());
-  v1::Accepted& accepted = *stored.mutable_accepted();
-  *accepted.mutable_params() = run.params();
-  for (const auto& a : out.adjustments) *accepted.add_adjustments() = a;
-  accepted.set_prompt_tokens(static_cast<std::int64_t>(prompt.size()));
-  accepted.set_device_class(placed.device_class);
-
-  jobs::JobRecord record;
-  record.model = r.model();
-  record.payload = stored.SerializeAsString();
-  record.priority = r.priority();
-  const double deadline_seconds = r.deadline_seconds() > 0 ? r.deadline_seconds() : options_.default_deadline_seconds;
-  record.deadline_unix_ms = deadline_seconds > 0 ? NowMs() + static_cast<std::int64_t>(deadline_seconds * 1000) : 0;
-  if (call.deadline_unix_ms > 0 && (record.deadline_unix_ms == 0 || call.deadline_unix_ms < record.deadline_unix_ms))
-    record.deadline_unix_ms = call.deadline_unix_ms;
-  record.idempotency_key = r.idempotency_key();
-  record.traceparent = traceparent;
-  UNMASK_ASSIGN_OR_RETURN(jobs::SubmitResult submitted, store_.Submit(record));
-  slot.Commit(submitted.job_id);
-  client_slot.Commit(submitted.job_id);
-
+StatusOr<v1::SubmitResponse> SchedulerCore::StoreChoices(const Prepared& job, int n, Reserved& reserved) {
   v1::SubmitResponse resp;
-  resp.set_job_id(submitted.job_id);
-  if (submitted.duplicate) {
-    // The first submit's acceptance stands; report it, not this one's.
-    UNMASK_ASSIGN_OR_RETURN(jobs::JobRecord existing, store_.Get(submitted.job_id));
-    v1::StoredJob first;
-    if (first.ParseFromString(existing.payload)) *resp.mutable_accepted() = first.accepted();
-    resp.mutable_accepted()->set_duplicate(true);
-    return resp;
+  std::vector<std::string> stored_now;  // to take back when a later choice cannot be stored
+  for (int i = 0; i < n; ++i) {
+    jobs::JobRecord record = job.record;
+    const v1::StoredJob stored = ChoiceJob(job.stored, i);
+    record.payload = stored.SerializeAsString();
+    record.idempotency_key = ChoiceIdempotencyKey(job.record.idempotency_key, i);
+    auto submitted = store_.Submit(record);
+    if (!submitted.ok()) {
+      for (const auto& id : stored_now) (void)store_.Cancel(id);
+      return submitted.status();
+    }
+    if (i < static_cast<int>(reserved.keys.size())) reserved.keys[i].Commit(submitted->job_id);
+    if (i < static_cast<int>(reserved.clients.size())) reserved.clients[i].Commit(submitted->job_id);
+    if (!submitted->duplicate) stored_now.push_back(submitted->job_id);
+    if (i == 0) {
+      resp.set_job_id(submitted->job_id);
+      *resp.mutable_accepted() = stored.accepted();
+      if (submitted->duplicate) {
+        // The first submit's acceptance stands; report it, not this one's.
+        UNMASK_ASSIGN_OR_RETURN(jobs::JobRecord existing, store_.Get(submitted->job_id));
+        v1::StoredJob first;
+        if (first.ParseFromString(existing.payload)) *resp.mutable_accepted() = first.accepted();
+        resp.mutable_accepted()->set_duplicate(true);
+      }
+    }
+    if (n > 1) resp.mutable_accepted()->add_job_ids(submitted->job_id);
   }
-  *resp.mutable_accepted() = accepted;
   return resp;
+}
+
+StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r, const std::string& traceparent,
+                                                   const auth::ApiKey* caller, const CallInfo& call) {
+  UNMASK_ASSIGN_OR_RETURN(Prepared job, Prepare(r, traceparent, call));
+  const int n = ChoiceCount(r);
+  UNMASK_ASSIGN_OR_RETURN(Reserved reserved, Reserve(n, caller, call));
+  return StoreChoices(job, n, reserved);
 }
 
 bool IsQueueFull(const Status& status) {

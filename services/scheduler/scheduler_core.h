@@ -62,6 +62,9 @@ class SchedulerCore {
   // RESOURCE_EXHAUSTED (auth::IsKeyLimit) before anything is stored; so is an anonymous caller
   // over --max-queued-jobs-per-client (IsClientJobLimit, counted by call.client). The job's
   // deadline is the earliest of deadline_seconds (or the default) and call.deadline_unix_ms.
+  // A request with n > 1 is n jobs (choices.h), validated and clamped once, counted as n
+  // against every limit and stored all or none; the response is choice 0's, with
+  // accepted.job_ids listing every choice's job.
   StatusOr<v1::SubmitResponse> Accept(const v1::GenerateRequest& request, const std::string& traceparent,
                                       const auth::ApiKey* caller = nullptr, const CallInfo& call = {});
 
@@ -88,6 +91,21 @@ class SchedulerCore {
 
   StatusOr<std::vector<std::int64_t>> EncodePrompt(const v1::GenerateRequest& request,
                                                    const checkpoint::LladaConfig& config);
+
+  // Accept's steps. Prepare: the request validated, encoded and fitted, as choice 0's stored
+  // job and its record. Reserve: `n` places under the caller's own job limit and the queue's.
+  // StoreChoices: the n jobs into the store, all or none.
+  struct Prepared {
+    v1::StoredJob stored;
+    jobs::JobRecord record;
+  };
+  struct Reserved {
+    std::vector<auth::JobReservation> keys;
+    std::vector<ClientJobLimit::Slot> clients;
+  };
+  StatusOr<Prepared> Prepare(const v1::GenerateRequest& request, const std::string& traceparent, const CallInfo& call);
+  StatusOr<Reserved> Reserve(int n, const auth::ApiKey* caller, const CallInfo& call);
+  StatusOr<v1::SubmitResponse> StoreChoices(const Prepared& job, int n, Reserved& reserved);
 
   jobs::JobStore& store_;
   Snapshots executors_;

@@ -1,6 +1,7 @@
 #include "services/scheduler/scheduler_grpc.h"
 
 #include "services/common/grpc_status.h"
+#include "services/scheduler/choices.h"
 
 namespace unmask::scheduler {
 namespace {
@@ -44,6 +45,7 @@ StatusOr<v1::SubmitResponse> SchedulerGrpcService::Accept(telemetry::ServerCall&
   telemetry::Span& span = call.span();
   span.SetAttribute("model", r.model());
   span.SetAttribute("priority", r.priority());
+  if (r.n() > 1) span.SetAttribute("n", r.n());
   // The job's trace context is this span's (not only the caller's header): the dispatcher and
   // the executor continue from here. With tracing off it is the caller's, passed on unchanged.
   UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse resp, core_.Accept(r, telemetry::FormatTraceparent(call.context()), caller, info));
@@ -93,13 +95,13 @@ grpc::Status SchedulerGrpcService::Generate(grpc::ServerContext* ctx, const v1::
   return Serve(ctx, "Generate", [&](telemetry::ServerCall& call, Caller caller) -> Status {
     UNMASK_ASSIGN_OR_RETURN(v1::SubmitResponse accepted,
                             Accept(call, *req, caller, InfoOf(ctx, /*job_follows_call=*/true)));
-    return core_.Watch(
-        accepted.job_id(),
+    return WatchChoices(
+        core_, accepted,
         [&](const v1::JobEvent& ev) {
           NoteJobEvent(call.span(), ev);
           return writer->Write(ev);
         },
-        [&] { return ctx->IsCancelled(); }, accepted.accepted().duplicate());
+        [&] { return ctx->IsCancelled(); });
   });
 }
 

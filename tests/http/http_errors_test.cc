@@ -139,7 +139,7 @@ TEST(HttpErrorsTest, TheFieldNameTableMapsGrpcNamesToOpenAiNames) {
   EXPECT_EQ(OpenAiFieldName("chat"), "messages");
   // The HTTP API's own names (set by its parser) and the names both APIs share pass through.
   for (const char* same : {"model", "priority", "deadline_seconds", "prompt", "prompt[2]", "max_tokens",
-                           "messages[0].content[1]", "stop[1]", "stream_options.include_usage", "idempotency_key"})
+                           "messages[0].content[1]", "stop[1]", "stream_options.include_usage", "idempotency_key", "n"})
     EXPECT_EQ(OpenAiFieldName(same), same);
   // A prefix matches whole names only.
   EXPECT_EQ(OpenAiFieldName("idsx"), "idsx");

@@ -1,7 +1,9 @@
 // The request limits through the OpenAI-compatible HTTP API: the real
 // cpp-httplib server on port 0 over the scheduler core and the in-process job
 // store. Body size 413, prompt size 400, jobs per client 429, a deadline 504;
-// each body names the flag (or field) that set the limit.
+// each body names the flag (or field) that set the limit. And n > 1 counted as
+// n jobs, and a choice that fails failing the request (its other choices
+// cancelled).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -160,6 +162,35 @@ TEST_F(HttpLimitsTest, AClientOverItsJobCapGets429NamingTheFlag) {
   for (const auto &job : listed->jobs())
     (void)core_->CancelJob(job.job_id());
   third.get();
+}
+
+TEST_F(HttpLimitsTest, NChoicesAreNJobsAndAFailedChoiceFailsTheRequest) {
+  SchedulerOptions o;
+  o.limits.max_queued_jobs_per_client = 3;
+  Start(o);
+  json body = Completion(json::array({1, 2, 3}));
+  body["n"] = 4;
+  const Reply over = Post(body.dump());
+  EXPECT_EQ(over.status, 429);
+  EXPECT_EQ(over.body["error"]["code"], "client_limit");
+  EXPECT_EQ(*store_.QueueDepth(), 0);
+
+  body["n"] = 3;
+  auto reply = std::async(std::launch::async, [&] { return Post(body.dump()); });
+  WaitForQueued(3);
+  auto listed = core_->ListJobs(v1::ListJobsRequest());
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->jobs_size(), 3);
+  const std::string cancelled = listed->jobs(1).job_id();
+  ASSERT_TRUE(core_->CancelJob(cancelled).ok());
+  const Reply r = reply.get();
+  EXPECT_EQ(r.status, 500) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["code"], "cancelled");
+  EXPECT_THAT(r.body["error"]["message"].get<std::string>(), HasSubstr("(job " + cancelled + "): cancelled"));
+  // Nobody waits for the other choices any more: they were cancelled too.
+  listed = core_->ListJobs(v1::ListJobsRequest());
+  for (const auto &job : listed->jobs()) EXPECT_EQ(job.state(), "cancelled") << job.job_id();
+  EXPECT_EQ(*store_.QueueDepth(), 0);
 }
 
 TEST_F(HttpLimitsTest, AJobPastItsDeadlineIs504) {

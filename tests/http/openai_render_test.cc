@@ -103,6 +103,27 @@ TEST(OpenAiRenderTest, ChatChunksCarryDeltasAndTheStep) {
   EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
 }
 
+TEST(OpenAiRenderTest, SeveralChoicesAreIndexedInTheResponseAndTheirChunks) {
+  const auto chat = MakeIdentity(Endpoint::kChatCompletions, "j0", 5, "m");
+  const json r = CompletionResponse(chat, {{"a", "stop"}, {"b", "length"}, {"c", "stop"}}, Usage(3, 12), nullptr);
+  ASSERT_EQ(r["choices"].size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r["choices"][i]["index"], i);
+  EXPECT_EQ(r["choices"][1]["message"]["content"], "b");
+  EXPECT_EQ(r["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(FirstChunk(chat, nullptr, 2)["choices"][0]["index"], 2);
+  EXPECT_EQ(FirstChunk(chat, nullptr, 2)["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(TextDeltaChunk(chat, "x", nullptr, nullptr, 1)["choices"][0]["index"], 1);
+  const auto text = MakeIdentity(Endpoint::kCompletions, "j0", 5, "m");
+  EXPECT_EQ(CompletionResponse(text, {{"a", "stop"}, {"b", "stop"}}, Usage(1, 2), nullptr)["choices"][1]["text"], "b");
+  EXPECT_EQ(TextDeltaChunk(text, "x", "stop", nullptr, 3)["choices"][0]["index"], 3);
+  EXPECT_EQ(FirstChunk(text, nullptr)["choices"][0]["text"], "");
+  // The extension lists every choice's job; a single choice's has no list.
+  v1::SubmitResponse submitted = Submitted();
+  EXPECT_FALSE(AcceptedExtension(submitted).contains("job_ids"));
+  for (const char* job : {"j0", "j1"}) submitted.mutable_accepted()->add_job_ids(job);
+  EXPECT_EQ(AcceptedExtension(submitted)["job_ids"], json({"j0", "j1"}));
+}
+
 TEST(OpenAiRenderTest, TextChunksAndTheUsageChunk) {
   const auto id = MakeIdentity(Endpoint::kCompletions, "j", 5, "m");
   const json c = TextDeltaChunk(id, "abc", "stop", nullptr);

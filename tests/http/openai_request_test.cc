@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "services/scheduler/http/http_errors.h"
+#include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler::http {
 namespace {
@@ -187,7 +188,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"seed": "1"})", "seed"}, BadCase{kText, R"({"sampler": "fastest"})", "sampler"},
         BadCase{kText, R"({"sampler": 3})", "sampler"}, BadCase{kText, R"({"remasking": "lowest"})", "remasking"},
         BadCase{kText, R"({"priority": 11})", "priority"}, BadCase{kText, R"({"priority": "high"})", "priority"},
-        BadCase{kText, R"({"n": 2})", "n"}, BadCase{kChat, R"({"n": 0})", "n"}, BadCase{kChat, R"({"n": "1"})", "n"},
+        BadCase{kText, R"({"n": 17})", "n"}, BadCase{kChat, R"({"n": 0})", "n"}, BadCase{kChat, R"({"n": "1"})", "n"},
+        BadCase{kText, R"({"n": -1})", "n"}, BadCase{kChat, R"({"n": 2.5})", "n"}, BadCase{kText, R"({"n": [2]})", "n"},
+        BadCase{kText, R"({"n": 18446744073709551615})", "n"},
         BadCase{kText, R"({"stop": 5})", "stop"}, BadCase{kText, R"({"stop": ""})", "stop"},
         BadCase{kText, R"({"stop": ["a", ""]})", "stop[1]"}, BadCase{kText, R"({"stop": ["a", "b", "c", "d", "e"]})", "stop"},
         BadCase{kText, R"({"user": 5})", "user"}, BadCase{kText, R"({"stream": "yes"})", "stream"},
@@ -202,6 +205,31 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"tools": [{"type": "function"}]})", "tools"},
         BadCase{kChat, R"({"response_format": {"type": "json_object"}})", "response_format"},
         BadCase{kText, R"({"suffix": "end"})", "suffix"}));
+
+TEST(OpenAiRequestTest, NIsTheNumberOfChoicesAndOneLeavesTheRequestAsItWas) {
+  json body = Completion();
+  body["n"] = 3;
+  auto three = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(three->generate.n(), 3);
+  body["n"] = kMaxChoices;
+  auto most = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->generate.n(), 16);
+  // 1, null or absent: the single-choice request, unchanged on the wire.
+  for (const json& n : {json(1), json(nullptr)}) {
+    body["n"] = n;
+    auto one = ParseOpenAiRequest(Endpoint::kCompletions, body);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_EQ(one->generate.n(), 0) << n;
+  }
+  body["n"] = 17;
+  auto over = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().field(), "n");
+  EXPECT_THAT(over.status().message(), StartsWith("n: must be an integer in [1, 16], got 17"));
+  EXPECT_EQ(ToHttpError(over.status()).body["error"]["param"], "n");
+}
 
 TEST(OpenAiRequestTest, UserOfMoreThanTheLimitIsRefused) {
   json body = Completion();

@@ -67,6 +67,8 @@ TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
       {[](auto& r) { r.set_deadline_seconds(-1); }, "deadline_seconds: must be in [0, 604800]"},
       {[](auto& r) { r.set_idempotency_key("has space"); }, "idempotency_key: must be printable ASCII without spaces"},
       {[](auto& r) { r.set_idempotency_key(std::string(200, 'k')); }, "idempotency_key: must be at most 128 characters"},
+      {[](auto& r) { r.set_n(17); }, "n: must be in [0, 16] (0 = 1), got 17"},
+      {[](auto& r) { r.set_n(-1); }, "n: must be in [0, 16] (0 = 1), got -1"},
   };
   for (const auto& c : cases) {
     v1::GenerateRequest r = Valid();
@@ -91,6 +93,8 @@ TEST(RequestValidationTest, TheBadFieldIsInTheDetailNotOnlyTheMessage) {
       {[](auto& r) { r.set_priority(11); }, "priority"},
       {[](auto& r) { r.set_deadline_seconds(-1); }, "deadline_seconds"},
       {[](auto& r) { r.set_idempotency_key("has space"); }, "idempotency_key"},
+      {[](auto& r) { r.set_n(kMaxChoices + 1); }, "n"},
+      {[](auto& r) { r.set_n(-3); }, "n"},
   };
   for (const auto& c : cases) {
     v1::GenerateRequest r = Valid();
@@ -98,6 +102,15 @@ TEST(RequestValidationTest, TheBadFieldIsInTheDetailNotOnlyTheMessage) {
     const Status s = ValidateGenerateRequest(r);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.field;
     EXPECT_EQ(s.field(), c.field) << s.ToString();
+  }
+}
+
+TEST(RequestValidationTest, NIsOneToSixteenChoicesAndZeroIsOne) {
+  for (int n : {0, 1, 2, kMaxChoices}) {
+    v1::GenerateRequest r = Valid();
+    r.set_n(n);
+    EXPECT_TRUE(ValidateGenerateRequest(r).ok()) << n;
+    EXPECT_EQ(ChoiceCount(r), n == 0 ? 1 : n);
   }
 }
 

@@ -19,7 +19,9 @@ void AddKeysCommand(CLI::App& app);                                    // keys h
 // Prints a failed call's status to stderr and returns the exit code (2 for caller errors).
 int ReportStatus(const char* command, const grpc::Status& status);
 // Streams a job's events (from Generate or Watch) to the terminal or as JSON lines, then ends
-// `call` with the stream's status; returns the exit code.
-int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command, RpcCall& call);
+// `call` with the stream's status; returns the exit code (1 when a choice failed). `choices` > 1
+// (a Generate with --n): plain lines, each marked with its choice.
+int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command, RpcCall& call,
+                 int choices = 1);
 
 }  // namespace unmask::cli

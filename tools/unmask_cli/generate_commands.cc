@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -22,7 +23,7 @@ struct GenerateFlags {
   std::int64_t gen_length = 0, block_length = 0, steps = 0;
   double temperature = 0, cfg_scale = 0, threshold = 0, deadline = 0;
   std::uint64_t seed = 0;
-  int priority = 0;
+  int priority = 0, n = 0;
   bool json = false, no_live = false, stop_at_eos = false, no_early_stop = false;
 };
 
@@ -44,6 +45,7 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--priority", f.priority, "-10..10, higher first");
   cmd->add_option("--deadline", f.deadline, "Seconds until a queued job expires (0 = none)");
   cmd->add_option("--idempotency-key", f.idempotency_key, "Makes a retried submit return the same job");
+  cmd->add_option("--n", f.n, "Samples of the prompt, 1..16: jobs with seeds seed, seed+1, ... (default 1)");
   cmd->add_flag("--stop-at-eos", f.stop_at_eos, "Cut the output at the first EOS / EoT");
   cmd->add_option("--early-stop", f.early_stop,
                   "on or off: fast samplers stop once a block ends in EOS (default: on; reference never does)");
@@ -109,7 +111,8 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   r.set_priority(f.priority);
   r.set_deadline_seconds(f.deadline);
   r.set_idempotency_key(f.idempotency_key);
-  r.set_partial_text(!f.json && !f.no_live && ::isatty(1));
+  r.set_n(f.n == 1 ? 0 : f.n);  // 1 is the default: the request as it was before n
+  r.set_partial_text(!f.json && !f.no_live && ::isatty(1) && f.n <= 1);
   return r;
 }
 
@@ -138,8 +141,9 @@ int ReportStatus(const char* command, const grpc::Status& s) {
   }
 }
 
-int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command, RpcCall& call) {
-  LiveView view(std::cout, ::isatty(1) && !json);
+int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char* command, RpcCall& call,
+                 int choices) {
+  LiveView view(std::cout, ::isatty(1) && !json, choices);
   v1::JobEvent ev;
   int code = 0;
   bool job_id_set = false;
@@ -150,7 +154,7 @@ int StreamEvents(grpc::ClientReader<v1::JobEvent>& reader, bool json, const char
       job_id_set = true;
     }
     if (ev.has_failed()) {
-      failure = "job failed (code " + std::to_string(ev.failed().code()) + "): " + ev.failed().message();
+      failure = (choices > 1 ? "choice " + std::to_string(ev.index()) + ": " : "") + "job failed (code " + std::to_string(ev.failed().code()) + "): " + ev.failed().message();
       if (!ev.failed().field().empty()) failure += "\n  field: " + ev.failed().field();
     }
     if (json) {
@@ -180,7 +184,7 @@ void AddGenerateCommands(CLI::App& app, const ClientOptions& client) {
     RpcCall call = client.Call("unmask.v1.Scheduler/Generate", client.scheduler);
     call.span().SetAttribute("model", req->model());
     auto reader = stub->Generate(call.ctx(), *req);
-    throw CLI::RuntimeError(StreamEvents(*reader, gen->json, "generate", call));
+    throw CLI::RuntimeError(StreamEvents(*reader, gen->json, "generate", call, std::max(gen->n, 1)));
   });
 
   auto sub = std::make_shared<GenerateFlags>();
@@ -200,7 +204,12 @@ void AddGenerateCommands(CLI::App& app, const ClientOptions& client) {
     if (s.ok()) call.span().SetAttribute("job.id", resp.job_id());
     call.Finish(s);
     if (!s.ok()) throw CLI::RuntimeError(ReportStatus("submit", s));
-    std::cout << (sub->json ? ToJson(resp) : resp.job_id()) << std::endl;
+    if (sub->json || resp.accepted().job_ids().empty()) {
+      std::cout << (sub->json ? ToJson(resp) : resp.job_id()) << std::endl;
+    } else {
+      for (const auto& id : resp.accepted().job_ids()) std::cout << id << "\n";  // one per choice
+      std::cout.flush();
+    }
     throw CLI::RuntimeError(0);
   });
 }

@@ -21,18 +21,19 @@ void LiveView::Redraw(const std::string& text) {
 }
 
 bool LiveView::OnEvent(const v1::JobEvent& ev) {
+  const std::string tag = tagged_ ? "[choice " + std::to_string(ev.index()) + "] " : "";
   switch (ev.event_case()) {
     case v1::JobEvent::kAccepted: {
-      out_ << "job " << ev.job_id() << " accepted" << (ev.accepted().duplicate() ? " (already submitted)" : "") << "\n";
+      out_ << tag << "job " << ev.job_id() << " accepted" << (ev.accepted().duplicate() ? " (already submitted)" : "") << "\n";
       for (const auto& a : ev.accepted().adjustments())
-        out_ << "  adjusted " << a.field() << ": " << a.asked() << " -> " << a.applied() << " (" << a.reason() << ")\n";
+        out_ << tag << "  adjusted " << a.field() << ": " << a.asked() << " -> " << a.applied() << " (" << a.reason() << ")\n";
       return true;
     }
     case v1::JobEvent::kQueued:
-      if (!terminal_) out_ << "queued at position " << ev.queued().position() << " of " << ev.queued().depth() << "\n";
+      if (!terminal_) out_ << tag << "queued at position " << ev.queued().position() << " of " << ev.queued().depth() << "\n";
       return true;
     case v1::JobEvent::kStarted:
-      out_ << "running on " << ev.started().executor() << "\n";
+      out_ << tag << "running on " << ev.started().executor() << "\n";
       drawn_lines_ = 0;
       return true;
     case v1::JobEvent::kStep:
@@ -44,13 +45,13 @@ bool LiveView::OnEvent(const v1::JobEvent& ev) {
     case v1::JobEvent::kCompleted: {
       Redraw("");
       const auto& c = ev.completed();
-      out_ << c.text() << "\n";
-      out_ << "(" << c.ids_size() << " tokens, finish: " << c.finish_reason() << ", sampler: " << c.sampler()
+      out_ << tag << c.text() << "\n";
+      out_ << tag << "(" << c.ids_size() << " tokens, finish: " << c.finish_reason() << ", sampler: " << c.sampler()
            << ", queued " << c.timings().queued_seconds() << " s, ran " << c.timings().running_seconds() << " s)\n";
       return false;
     }
     case v1::JobEvent::kFailed:
-      out_ << "failed (code " << ev.failed().code() << "): " << ev.failed().message() << "\n";
+      out_ << tag << "failed (code " << ev.failed().code() << "): " << ev.failed().message() << "\n";
       exit_code_ = 1;
       return false;
     case v1::JobEvent::EVENT_NOT_SET:

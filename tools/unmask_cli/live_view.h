@@ -11,7 +11,10 @@ namespace unmask::cli {
 
 class LiveView {
  public:
-  LiveView(std::ostream& out, bool terminal) : out_(out), terminal_(terminal) {}
+  // `choices` > 1: the events of several choices interleave, so nothing is redrawn in place and
+  // every line starts with its choice ("[choice 1] ").
+  LiveView(std::ostream& out, bool terminal, int choices = 1)
+      : out_(out), terminal_(terminal && choices <= 1), tagged_(choices > 1) {}
   // Returns false when the event ends the job.
   bool OnEvent(const v1::JobEvent& event);
   int exit_code() const { return exit_code_; }
@@ -21,6 +24,7 @@ class LiveView {
 
   std::ostream& out_;
   bool terminal_;
+  bool tagged_;
   std::size_t drawn_lines_ = 0;
   int exit_code_ = 0;
 };

@@ -51,6 +51,19 @@ class ClientAgainstTheStackTest(unittest.TestCase):
         b = self.client.generate("In the beginning", model=MODEL, temperature=0.7, seed=7, **SHORT)
         self.assertEqual(a.ids, b.ids)
 
+    def test_choices_are_the_requests_with_seeds_seed_to_seed_plus_n_minus_one(self):
+        results = self.client.choices("In the beginning", model=MODEL, n=3, temperature=0.7, seed=30, **SHORT)
+        self.assertEqual(len(results), 3)
+        self.assertEqual([r.accepted.params["seed"] for r in results], [30, 31, 32])
+        self.assertEqual(results[0].accepted.job_ids, [r.job_id for r in results])
+        for i, r in enumerate(results):
+            single = self.client.generate("In the beginning", model=MODEL, temperature=0.7, seed=30 + i, **SHORT)
+            self.assertEqual(r.ids, single.ids, f"choice {i}")
+        with self.assertRaises(UnmaskError) as refused:
+            self.client.choices("In the beginning", model=MODEL, n=17, **SHORT)
+        self.assertEqual(refused.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("n: must be in [0, 16]", refused.exception.message)
+
     def test_stream_yields_each_diffusion_step(self):
         with self.client.stream("And God said unto Moses,", model=MODEL, partial_text=True, **SHORT) as s:
             steps = list(s)

@@ -10,7 +10,7 @@ import grpc
 from unmask.v1 import generation_pb2, scheduler_pb2, scheduler_pb2_grpc
 
 # GenerateRequest fields that are not GenerationParams (the rest of **params go to params).
-_REQUEST_FIELDS = ("priority", "deadline_seconds", "idempotency_key", "partial_text")
+_REQUEST_FIELDS = ("priority", "deadline_seconds", "idempotency_key", "partial_text", "n")
 _REMASKING = {
     "low_confidence": generation_pb2.REMASKING_LOW_CONFIDENCE,
     "random": generation_pb2.REMASKING_RANDOM,
@@ -45,6 +45,7 @@ class Accepted:
     adjustments: List[Adjustment]
     prompt_tokens: int
     duplicate: bool
+    job_ids: List[str] = field(default_factory=list)  # n > 1: every choice's job, by index
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Step:
     tokens: List[int]
     elapsed_seconds: float
     partial_text: str  # only when asked for (partial_text=True); masks shown as "_"
+    index: int = 0  # the choice (n > 1)
 
 
 @dataclass
@@ -93,7 +95,7 @@ def _params_dict(p: generation_pb2.GenerationParams) -> Dict[str, Any]:
 def _accepted(job_id: str, a: scheduler_pb2.Accepted) -> Accepted:
     return Accepted(job_id, _params_dict(a.params),
                     [Adjustment(x.field, x.asked, x.applied, x.reason) for x in a.adjustments],
-                    a.prompt_tokens, a.duplicate)
+                    a.prompt_tokens, a.duplicate, list(a.job_ids))
 
 
 def _result(job_id: str, c: scheduler_pb2.Completed, accepted: Optional[Accepted] = None) -> Result:
@@ -132,7 +134,7 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
 
     params: any GenerationParams field (gen_length, block_length, steps, temperature, cfg_scale,
     remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, ...)
-    and the request's priority, deadline_seconds, idempotency_key, partial_text. An unknown
+    and the request's priority, deadline_seconds, idempotency_key, partial_text, n. An unknown
     name or a value of the wrong type raises TypeError here; values out of range are the
     scheduler's to refuse (UnmaskError with INVALID_ARGUMENT naming the field).
     """
@@ -183,30 +185,44 @@ class GenerationStream:
     """The events of one generation: iterate for each diffusion Step. `job_id` and `accepted`
     are set once the scheduler accepted it, `result` once it completed; a failed job raises
     UnmaskError from the iteration. Closing it (or leaving a `with` block) cancels the call,
-    and with it a job still running."""
+    and with it a job still running.
+
+    With n > 1 the steps of every choice come interleaved (Step.index says whose); `results`
+    and `errors` hold each choice's Result or UnmaskError by index as they end (a failed choice
+    does not end the others), and `accepted`, `job_id` and `result` are choice 0's."""
 
     def __init__(self, call: Any):
         self._call = call
         self.job_id = ""
         self.accepted: Optional[Accepted] = None
         self.result: Optional[Result] = None
+        self.results: Dict[int, Result] = {}
+        self.errors: Dict[int, UnmaskError] = {}
+        self._accepted_by_index: Dict[int, Accepted] = {}
+        self._choices = 1
 
     def __iter__(self) -> Iterator[Step]:
         try:
             for ev in self._call:
-                if ev.job_id:
+                if ev.job_id and ev.index == 0:
                     self.job_id = ev.job_id
                 kind = ev.WhichOneof("event")
+                job_id = ev.job_id or self.job_id
                 if kind == "accepted":
-                    self.accepted = _accepted(ev.job_id, ev.accepted)
+                    self._accepted_by_index[ev.index] = _accepted(job_id, ev.accepted)
+                    self.accepted = self._accepted_by_index.get(0)
+                    self._choices = max(1, len(ev.accepted.job_ids))
                 elif kind == "step":
                     s = ev.step
                     yield Step(s.step, s.block, s.step_in_block, list(s.unmasked.positions), list(s.unmasked.tokens),
-                               s.elapsed_seconds, s.partial_text)
+                               s.elapsed_seconds, s.partial_text, ev.index)
                 elif kind == "completed":
-                    self.result = _result(self.job_id, ev.completed, self.accepted)
+                    self.results[ev.index] = _result(job_id, ev.completed, self._accepted_by_index.get(ev.index))
+                    self.result = self.results.get(0)
                 elif kind == "failed":
-                    raise _failed(self.job_id, ev.failed)
+                    self.errors[ev.index] = _failed(job_id, ev.failed)
+                    if self._choices == 1:
+                        raise self.errors[ev.index]
         except grpc.RpcError as e:
             raise UnmaskError(e.code(), e.details() or "", self.job_id) from None
 
@@ -217,6 +233,17 @@ class GenerationStream:
         if self.result is None:
             raise UnmaskError(grpc.StatusCode.UNKNOWN, "the stream ended without a result", self.job_id)
         return self.result
+
+    def wait_all(self) -> List[Result]:
+        """Reads the rest of the stream and returns every choice's Result, by index; raises the
+        UnmaskError of the first choice that failed, if one did."""
+        for _ in self:
+            pass
+        if self.errors:
+            raise self.errors[min(self.errors)]
+        if sorted(self.results) != list(range(self._choices)):
+            raise UnmaskError(grpc.StatusCode.UNKNOWN, "the stream ended without every choice's result", self.job_id)
+        return [self.results[i] for i in range(self._choices)]
 
     def close(self) -> None:
         self._call.cancel()
@@ -304,6 +331,13 @@ class Client:
         """Generates and returns the Result (text, finish_reason, ids, ...)."""
         with self.stream(prompt, model=model, chat=chat, ids=ids, **params) as s:
             return s.wait()
+
+    def choices(self, prompt: Optional[str] = None, *, model: str, n: int, chat: Optional[Sequence[Message]] = None,
+                ids: Optional[Iterable[int]] = None, **params: Any) -> List[Result]:
+        """n samples of the prompt (jobs with seeds seed, seed + 1, ...): their Results by index.
+        Raises the UnmaskError of the first choice that failed, once every choice has ended."""
+        with self.stream(prompt, model=model, chat=chat, ids=ids, n=n, **params) as s:
+            return s.wait_all()
 
     def chat(self, messages: Sequence[Message], *, model: str, **params: Any) -> Result:
         """generate() with messages in the model's chat template."""

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "services/scheduler/choices.h"
 #include "services/scheduler/http/http_errors.h"
 
 namespace unmask::scheduler::http {
@@ -27,6 +28,80 @@ json FinishExtension(const v1::Completed& c) {
           {"queued_seconds", c.timings().queued_seconds()},
           {"running_seconds", c.timings().running_seconds()}};
 }
+
+// A choice's failure as the HTTP API reports it; with n > 1 the message says which choice.
+Status ChoiceFailure(const v1::JobEvent& ev, std::size_t n) {
+  const Status failure = StatusOf(ev.failed());
+  if (n == 1) return failure;
+  return failure.WithContext("choice " + std::to_string(ev.index()) + " (job " + ev.job_id() + ")");
+}
+
+// The Server-Sent Events of a streamed request, choice by choice: each choice's first chunk
+// (with its acceptance), its steps' newly final text and its last chunk, all with its index;
+// after the last choice's, the usage chunk (if asked, all choices' tokens) and [DONE]. A failed
+// choice's error object ends the stream.
+class ChunkRenderer {
+ public:
+  explicit ChunkRenderer(const AcceptedCompletion& a) : a_(a), n_(ChoiceJobIds(a.submitted).size()) {
+    for (std::size_t i = 0; i < n_; ++i)
+      texts_.emplace_back(a.tokenizer, a.token_ids, a.submitted.accepted().params().gen_length(), a.request.stop);
+  }
+
+  std::vector<std::string> OnEvent(const v1::JobEvent& ev) {
+    const int i = ev.index();
+    const CompletionIdentity& id = a_.identity;
+    const std::string choice = n_ > 1 ? "choice " + std::to_string(i) + " " : "";
+    if (ev.has_accepted()) {
+      v1::SubmitResponse submitted;
+      submitted.set_job_id(ev.job_id());
+      *submitted.mutable_accepted() = ev.accepted();
+      return {SseData(FirstChunk(id, AcceptedExtension(submitted), i))};
+    }
+    if (ev.has_queued()) {
+      return {SseComment(choice + "queued: position " + std::to_string(ev.queued().position()) + " of " +
+                         std::to_string(ev.queued().depth()))};
+    }
+    if (ev.has_started()) return {SseComment(choice + "started on " + ev.started().executor())};
+    if (ev.has_step()) {
+      const auto& u = ev.step().unmasked();
+      const std::string delta = texts_[static_cast<std::size_t>(i)].OnStep({u.positions().begin(), u.positions().end()},
+                                                                            {u.tokens().begin(), u.tokens().end()});
+      return {SseData(TextDeltaChunk(id, delta, nullptr, StepExtension(ev.step()), i))};
+    }
+    if (ev.has_completed()) return OnCompleted(ev);
+    if (ev.has_failed()) {
+      failed_ = ended_ = true;
+      return {SseData(ToHttpError(ChoiceFailure(ev, n_)).body)};
+    }
+    return {};
+  }
+
+  bool ended() const { return ended_; }    // the last event was rendered
+  bool failed() const { return failed_; }  // a choice failed
+  std::size_t choices() const { return n_; }
+
+ private:
+  std::vector<std::string> OnCompleted(const v1::JobEvent& ev) {
+    const auto& c = ev.completed();
+    const auto f = texts_[static_cast<std::size_t>(ev.index())].Finish(Ids(c), c.finish_reason());
+    std::vector<std::string> out = {
+        SseData(TextDeltaChunk(a_.identity, f.delta, f.finish_reason, FinishExtension(c), ev.index()))};
+    completion_tokens_ += c.ids_size();
+    if (++completed_ < n_) return out;
+    if (a_.request.include_usage)
+      out.push_back(SseData(UsageChunk(a_.identity, Usage(a_.submitted.accepted().prompt_tokens(), completion_tokens_))));
+    out.push_back(kSseDone);
+    ended_ = true;
+    return out;
+  }
+
+  const AcceptedCompletion& a_;
+  const std::size_t n_;
+  std::vector<StreamedText> texts_;
+  std::size_t completed_ = 0;
+  std::int64_t completion_tokens_ = 0;
+  bool ended_ = false, failed_ = false;
+};
 
 }  // namespace
 
@@ -60,84 +135,85 @@ StatusOr<AcceptedCompletion> CompletionService::Accept(const OpenAiRequest& requ
 }
 
 StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
-  v1::Completed done;
-  bool have_done = false;
+  const std::vector<std::string> job_ids = ChoiceJobIds(a.submitted);
+  const std::size_t n = job_ids.size();
+  std::vector<v1::Completed> done(n);
+  std::vector<std::uint64_t> seeds(n);
+  std::size_t completed = 0;
   Status failure;
-  const Status watched = core_.Watch(
-      a.submitted.job_id(),
+  const Status watched = WatchChoices(
+      core_, a.submitted,
       [&](const v1::JobEvent& ev) {
-        if (ev.has_completed()) {
-          done = ev.completed();
-          have_done = true;
+        const auto i = static_cast<std::size_t>(ev.index());
+        if (ev.has_accepted()) {
+          seeds[i] = ev.accepted().params().seed();
+        } else if (ev.has_completed()) {
+          done[i] = ev.completed();
+          ++completed;
         } else if (ev.has_failed()) {
-          failure = StatusOf(ev.failed());
+          failure = ChoiceFailure(ev, n);
+          return false;  // the response is this error: the other choices are not waited for
         }
         return true;
       },
       [this] { return stopping_.load(); });
-  if (stopping_ && !have_done && failure.ok()) return ShuttingDown(a.submitted.job_id());
+  if (stopping_ && completed < n && failure.ok()) return ShuttingDown(a.submitted.job_id());
   UNMASK_RETURN_IF_ERROR(watched);
-  if (!failure.ok()) return failure;
-  if (!have_done) return InternalError("job " + a.submitted.job_id() + " ended without a result");
-  StreamedText text(a.tokenizer, a.token_ids, a.submitted.accepted().params().gen_length(), a.request.stop);
-  const auto final_text = text.Finish(Ids(done), done.finish_reason());
+  if (!failure.ok()) {
+    CancelChoices(a);
+    return failure;
+  }
+  if (completed < n) return InternalError("job " + a.submitted.job_id() + " ended without a result");
+  std::vector<ChoiceText> choices;
+  json per_choice = json::array();
+  std::int64_t completion_tokens = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    StreamedText text(a.tokenizer, a.token_ids, a.submitted.accepted().params().gen_length(), a.request.stop);
+    const auto final_text = text.Finish(Ids(done[i]), done[i].finish_reason());
+    choices.push_back({final_text.text, final_text.finish_reason});
+    completion_tokens += done[i].ids_size();
+    json choice = {{"index", i}, {"job_id", job_ids[i]}, {"seed", seeds[i]}};
+    choice.update(FinishExtension(done[i]));
+    per_choice.push_back(std::move(choice));
+  }
   json ext = AcceptedExtension(a.submitted);
-  ext.update(FinishExtension(done));
-  return CompletionResponse(a.identity, final_text.text, final_text.finish_reason,
-                            Usage(a.submitted.accepted().prompt_tokens(), done.ids_size()), ext);
+  ext.update(FinishExtension(done[0]));
+  if (n > 1) ext["choices"] = std::move(per_choice);
+  return CompletionResponse(a.identity, choices, Usage(a.submitted.accepted().prompt_tokens(), completion_tokens), ext);
 }
 
 bool CompletionService::Stream(const AcceptedCompletion& a, const std::function<bool(const std::string&)>& write,
                                std::chrono::milliseconds keepalive) {
-  const CompletionIdentity& id = a.identity;
-  StreamedText text(a.tokenizer, a.token_ids, a.submitted.accepted().params().gen_length(), a.request.stop);
-  bool client_ok = true, finished = false;
+  ChunkRenderer chunks(a);
+  bool client_ok = true;
   auto last_write = Clock::now();
   auto send = [&](const std::string& event) {
     if (client_ok) client_ok = write(event);
     last_write = Clock::now();
     return client_ok;
   };
-
-  const json accepted = AcceptedExtension(a.submitted);
-  send(SseData(id.endpoint == Endpoint::kChatCompletions
-                   ? ChatChunk(id, {{"role", "assistant"}, {"content", ""}}, nullptr, accepted)
-                   : TextChunk(id, "", nullptr, accepted)));
-  const Status watched = core_.Watch(
-      a.submitted.job_id(),
+  const Status watched = WatchChoices(
+      core_, a.submitted,
       [&](const v1::JobEvent& ev) {
-        if (ev.has_queued()) {
-          send(SseComment("queued: position " + std::to_string(ev.queued().position()) + " of " +
-                          std::to_string(ev.queued().depth())));
-        } else if (ev.has_started()) {
-          send(SseComment("started on " + ev.started().executor()));
-        } else if (ev.has_step()) {
-          const auto& u = ev.step().unmasked();
-          const std::string delta = text.OnStep({u.positions().begin(), u.positions().end()}, {u.tokens().begin(), u.tokens().end()});
-          send(SseData(TextDeltaChunk(id, delta, nullptr, StepExtension(ev.step()))));
-        } else if (ev.has_completed()) {
-          const auto& c = ev.completed();
-          const auto f = text.Finish(Ids(c), c.finish_reason());
-          send(SseData(TextDeltaChunk(id, f.delta, f.finish_reason, FinishExtension(c))));
-          if (a.request.include_usage) send(SseData(UsageChunk(id, Usage(a.submitted.accepted().prompt_tokens(), c.ids_size()))));
-          send(kSseDone);
-          finished = true;
-        } else if (ev.has_failed()) {
-          send(SseData(ToHttpError(StatusOf(ev.failed())).body));
-          finished = true;
-        }
-        return client_ok;
+        for (const std::string& event : chunks.OnEvent(ev)) send(event);
+        return client_ok && !chunks.ended();
       },
       [&] {
         if (Clock::now() - last_write >= keepalive) send(SseComment("keep-alive"));
         return !client_ok || stopping_;
       });
-  if (!watched.ok() && !finished && client_ok) {
+  if (!watched.ok() && !chunks.ended() && client_ok) {
     send(SseData(ToHttpError(stopping_ ? ShuttingDown(a.submitted.job_id()) : watched).body));
-    finished = true;
+    return client_ok;
   }
-  if (!client_ok && !finished) (void)core_.CancelJob(a.submitted.job_id());
-  return client_ok && finished;
+  // A client gone mid-stream cancels every choice; a failed choice ends the stream (an error
+  // object is its last event) and so the choices still running.
+  if ((!client_ok && !chunks.ended()) || (chunks.failed() && chunks.choices() > 1)) CancelChoices(a);
+  return client_ok && chunks.ended();
+}
+
+void CompletionService::CancelChoices(const AcceptedCompletion& a) {
+  for (const auto& job_id : ChoiceJobIds(a.submitted)) (void)core_.CancelJob(job_id);
 }
 
 }  // namespace unmask::scheduler::http

@@ -45,7 +45,8 @@ class CompletionService {
   StatusOr<AcceptedCompletion> Accept(const OpenAiRequest& request, const std::string& traceparent,
                                       const auth::ApiKey* caller = nullptr, const CallInfo& call = {});
 
-  // Waits for the job and returns the whole response; a failed job returns its status.
+  // Waits for the job (every choice's, for n > 1) and returns the whole response; a failed job
+  // returns its status (with n > 1: the first choice to fail, and the others are cancelled).
   StatusOr<nlohmann::json> Complete(const AcceptedCompletion& accepted);
 
   // Streams the job as Server-Sent Events through `write` (one event per call): a first chunk
@@ -53,12 +54,15 @@ class CompletionService {
   // step), the last chunk with the finish reason, the usage chunk if asked, "data: [DONE]". A
   // failed job sends an error object instead. While nothing else is sent (queued), a comment
   // goes out every `keepalive`; when `write` fails (the client went away) the job is cancelled.
-  // Returns whether the client got the whole stream.
+  // With n > 1 every choice streams its own chunks (with its index), the last chunk of each
+  // carries its finish reason, and [DONE] follows the last choice's; a choice that fails ends
+  // the stream with its error and cancels the others. Returns whether the client got the whole
+  // stream.
   bool Stream(const AcceptedCompletion& accepted, const std::function<bool(const std::string&)>& write,
               std::chrono::milliseconds keepalive = std::chrono::seconds(1));
 
-  // Cancels the job of a request whose client went away before its stream began.
-  void Cancel(const AcceptedCompletion& accepted) { (void)core_.CancelJob(accepted.submitted.job_id()); }
+  // Cancels the jobs (every choice's) of a request whose client went away before its stream began.
+  void Cancel(const AcceptedCompletion& accepted) { CancelChoices(accepted); }
 
   // The scheduler is stopping: requests still waiting end with Unavailable (503) at once; their
   // jobs are not cancelled (they stay in the job store).
@@ -66,6 +70,7 @@ class CompletionService {
 
  private:
   Status CheckServed(const std::string& model);
+  void CancelChoices(const AcceptedCompletion& accepted);
 
   SchedulerCore& core_;
   ModelCatalog& catalog_;

@@ -62,6 +62,7 @@ json AcceptedExtension(const v1::SubmitResponse& submitted) {
   }
   json out = {{"job_id", submitted.job_id()}, {"params", ParamsJson(a.params())}, {"clamped", clamped}};
   if (!a.device_class().empty()) out["device_class"] = a.device_class();
+  if (!a.job_ids().empty()) out["job_ids"] = std::vector<std::string>(a.job_ids().begin(), a.job_ids().end());
   return out;
 }
 
@@ -74,38 +75,56 @@ std::string ClampedHeader(const v1::Accepted& accepted) {
   return out.empty() ? "none" : HeaderSafe(out);
 }
 
-json CompletionResponse(const CompletionIdentity& id, const std::string& text, const std::string& finish_reason,
-                        const json& usage, const json& extension) {
+json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceText>& choices, const json& usage,
+                        const json& extension) {
   json out = Base(id, /*chunk=*/false);
-  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
-  if (id.endpoint == Endpoint::kChatCompletions) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
+  out["choices"] = json::array();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    json choice = {{"index", i}, {"finish_reason", choices[i].finish_reason}, {"logprobs", nullptr}};
+    if (id.endpoint == Endpoint::kChatCompletions) {
+      choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+    } else {
+      choice["text"] = choices[i].text;
+    }
+    out["choices"].push_back(std::move(choice));
   }
-  out["choices"] = json::array({choice});
   out["usage"] = usage;
   if (!extension.is_null()) out["unmask"] = extension;
   return out;
 }
 
-json ChatChunk(const CompletionIdentity& id, const json& delta, const json& finish_reason, const json& extension) {
+json CompletionResponse(const CompletionIdentity& id, const std::string& text, const std::string& finish_reason,
+                        const json& usage, const json& extension) {
+  return CompletionResponse(id, std::vector<ChoiceText>{{text, finish_reason}}, usage, extension);
+}
+
+json ChatChunk(const CompletionIdentity& id, const json& delta, const json& finish_reason, const json& extension,
+               int index) {
   json out = Base(id, /*chunk=*/true);
-  out["choices"] = json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+  out["choices"] =
+      json::array({{{"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
   if (!extension.is_null()) out["unmask"] = extension;
   return out;
 }
 
-json TextChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason, const json& extension) {
+json TextChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason, const json& extension,
+               int index) {
   json out = Base(id, /*chunk=*/true);
-  out["choices"] = json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+  out["choices"] =
+      json::array({{{"index", index}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
   if (!extension.is_null()) out["unmask"] = extension;
   return out;
 }
 
-json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason, const json& extension) {
-  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, text, finish_reason, extension);
-  return ChatChunk(id, text.empty() ? json::object() : json{{"content", text}}, finish_reason, extension);
+json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason,
+                    const json& extension, int index) {
+  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, text, finish_reason, extension, index);
+  return ChatChunk(id, text.empty() ? json::object() : json{{"content", text}}, finish_reason, extension, index);
+}
+
+json FirstChunk(const CompletionIdentity& id, const json& extension, int index) {
+  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, "", nullptr, extension, index);
+  return ChatChunk(id, {{"role", "assistant"}, {"content", ""}}, nullptr, extension, index);
 }
 
 json UsageChunk(const CompletionIdentity& id, const json& usage) {

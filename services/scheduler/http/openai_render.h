@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "services/scheduler/http/openai_request.h"
 #include "unmask/v1/scheduler.pb.h"
@@ -24,25 +25,35 @@ CompletionIdentity MakeIdentity(Endpoint endpoint, const std::string& job_id, st
 
 nlohmann::json Usage(std::int64_t prompt_tokens, std::int64_t completion_tokens);
 
-// {"job_id", "params": {...as run}, "clamped": [...], "device_class"}.
+// {"job_id", "params": {...as run}, "clamped": [...], "device_class"}, and "job_ids" (every
+// choice's job, by index) for a request with n > 1.
 nlohmann::json AcceptedExtension(const v1::SubmitResponse& submitted);
 // The X-Unmask-Clamped header: "field=asked->applied" joined by ", ", or "none".
 std::string ClampedHeader(const v1::Accepted& accepted);
 
-// The whole response of a non-streamed request.
+// The whole response of a non-streamed request: one choice, or (n > 1) `choices` as indexes
+// 0..n-1.
+struct ChoiceText {
+  std::string text;
+  std::string finish_reason;
+};
+nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceText>& choices,
+                                  const nlohmann::json& usage, const nlohmann::json& extension);
 nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::string& text, const std::string& finish_reason,
                                   const nlohmann::json& usage, const nlohmann::json& extension);
 
-// One stream chunk. Chat: `delta` is the delta object ({"role": "assistant", "content": ""} on
-// the first chunk, {"content": "..."} or {} after); completions: `text`. `finish_reason` null
-// until the last chunk; `extension` null for none.
+// One stream chunk of choice `index`. Chat: `delta` is the delta object ({"role": "assistant",
+// "content": ""} on the first chunk, {"content": "..."} or {} after); completions: `text`.
+// `finish_reason` null until the choice's last chunk; `extension` null for none.
 nlohmann::json ChatChunk(const CompletionIdentity& id, const nlohmann::json& delta, const nlohmann::json& finish_reason,
-                         const nlohmann::json& extension);
+                         const nlohmann::json& extension, int index = 0);
 nlohmann::json TextChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
-                         const nlohmann::json& extension);
+                         const nlohmann::json& extension, int index = 0);
 // A chunk of either kind carrying new text (chat: {"content": text}, or {} when text is empty).
 nlohmann::json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
-                              const nlohmann::json& extension);
+                              const nlohmann::json& extension, int index = 0);
+// The first chunk of choice `index` (chat: the assistant's role; completions: no text yet).
+nlohmann::json FirstChunk(const CompletionIdentity& id, const nlohmann::json& extension, int index = 0);
 // The last chunk of stream_options.include_usage: no choices, the usage.
 nlohmann::json UsageChunk(const CompletionIdentity& id, const nlohmann::json& usage);
 

@@ -274,8 +274,8 @@ StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const json& body) 
   UNMASK_RETURN_IF_ERROR(endpoint == Endpoint::kChatCompletions ? ParseMessages(body, out.generate)
                                                                  : ParsePrompt(body, out.generate));
   if (const json* n = Field(body, "n")) {
-    if (!n->is_number_integer() || n->get<std::int64_t>() != 1)
-      return Bad("n", "only 1 is supported (one choice per request; send several requests for more)", *n);
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t choices, Integer(*n, "n", 1, kMaxChoices));
+    if (choices > 1) out.generate.set_n(static_cast<int>(choices));
   }
   UNMASK_RETURN_IF_ERROR(RefuseUnsupported(body));
   UNMASK_RETURN_IF_ERROR(ParseGenerationFields(body, endpoint, out));

@@ -5,7 +5,7 @@
 // Field by field: `model`; `messages` (chat: role system / developer / user / assistant,
 // content a string or an array of text parts) or `prompt` (completions: a string or an array of
 // token ids); `max_tokens` (chat also `max_completion_tokens`) -> gen_length; `stop` (a string or
-// up to 4 strings); `n` (1 only); `temperature`; `seed`; `user`; `stream` and
+// up to 4 strings); `n` (1..16 choices: n jobs with seeds seed, seed + 1, ...); `temperature`; `seed`; `user`; `stream` and
 // `stream_options.include_usage`. unmask's diffusion fields: `steps`, `block_length`, `sampler`,
 // `threshold`, `factor`, `cfg_scale`, `remasking` ("low_confidence" | "random"), `priority`,
 // `early_stop` (a boolean; absent or null = the default, on for the fast samplers), `deadline_seconds`

@@ -101,26 +101,71 @@ test('completion, and a stop string that cuts it', async () => {
   assert.equal(streamed, cut.choices[0].text);
 });
 
-test('a client that disconnects from a stream cancels its job', async () => {
-  const stream = await client.completions.create({
-    model: MODEL, prompt: 'In the beginning', max_tokens: 256, block_length: 256, steps: 256, stream: true,
-  });
-  let jobId = null;
-  for await (const chunk of stream) {
-    jobId = jobId ?? chunk.unmask?.job_id;
-    if (chunk.unmask?.step !== undefined) break; // leaves the loop: the SDK aborts the request
+test('n: n choices with indexes 0..n-1, choice i the same request with seed + i, usage of them all', async () => {
+  const request = { model: MODEL, prompt: 'And God said unto Moses,', max_tokens: 16, block_length: 16, steps: 16, temperature: 1 };
+  const many = await client.completions.create({ ...request, seed: 20, n: 3 });
+  assert.deepEqual(many.choices.map((c) => c.index), [0, 1, 2]);
+  assert.equal(many.unmask.job_ids.length, 3);
+  assert.deepEqual(many.unmask.choices.map((c) => c.seed), [20, 21, 22]);
+  let completionTokens = 0;
+  for (const [i, choice] of many.choices.entries()) {
+    const single = await client.completions.create({ ...request, seed: 20 + i });
+    assert.equal(choice.text, single.choices[0].text, `choice ${i}`);
+    assert.equal(choice.finish_reason, single.choices[0].finish_reason, `choice ${i}`);
+    assert.equal(many.usage.prompt_tokens, single.usage.prompt_tokens); // the prompt counts once
+    completionTokens += single.usage.completion_tokens;
   }
-  assert.ok(jobId);
-  const state = () =>
-    execFileSync(process.env.UNMASK_CLI, ['--scheduler', process.env.UNMASK_SCHEDULER, 'jobs', '--state', 'cancelled'], {
-      encoding: 'utf8',
-    });
-  const deadline = Date.now() + 30_000;
-  while (!state().includes(jobId)) {
-    assert.ok(Date.now() < deadline, `job ${jobId} was not cancelled:\n${execFileSync(process.env.UNMASK_CLI, ['--scheduler', process.env.UNMASK_SCHEDULER, 'jobs'], { encoding: 'utf8' })}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  assert.equal(many.usage.completion_tokens, completionTokens);
+  assert.equal(many.usage.total_tokens, many.usage.prompt_tokens + completionTokens);
+  assert.ok(new Set(many.choices.map((c) => c.text)).size > 1, 'three seeds sampled the same text');
 });
+
+test('n: a streamed chat completion carries each choice\'s chunks with its index', async () => {
+  const request = { ...CHAT, temperature: 1, seed: 3, n: 2 };
+  const whole = await client.chat.completions.create(request);
+  assert.deepEqual(whole.choices.map((c) => c.index), [0, 1]);
+  const stream = await client.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+  const text = ['', ''];
+  const role = [null, null];
+  const finish = [null, null];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      assert.ok(choice.index === 0 || choice.index === 1, JSON.stringify(chunk));
+      role[choice.index] = choice.delta.role ?? role[choice.index];
+      text[choice.index] += choice.delta.content ?? '';
+      finish[choice.index] = choice.finish_reason ?? finish[choice.index];
+    }
+  }
+  assert.deepEqual(role, ['assistant', 'assistant']);
+  assert.deepEqual(text, whole.choices.map((c) => c.message.content)); // the same seeds, streamed
+  assert.deepEqual(finish, whole.choices.map((c) => c.finish_reason));
+  assert.deepEqual(usage, whole.usage);
+});
+
+for (const n of [1, 2]) {
+  test(`a client that disconnects from a stream cancels ${n > 1 ? 'the job of every choice (n = 2)' : 'its job'}`, async () => {
+    const stream = await client.completions.create({
+      model: MODEL, prompt: 'In the beginning', max_tokens: 256, block_length: 256, steps: 256, stream: true, n,
+    });
+    let jobIds = null;
+    for await (const chunk of stream) {
+      jobIds = jobIds ?? chunk.unmask?.job_ids ?? (chunk.unmask?.job_id ? [chunk.unmask.job_id] : null);
+      if (chunk.unmask?.step !== undefined) break; // leaves the loop: the SDK aborts the request
+    }
+    assert.equal(jobIds?.length, n);
+    const state = () =>
+      execFileSync(process.env.UNMASK_CLI, ['--scheduler', process.env.UNMASK_SCHEDULER, 'jobs', '--state', 'cancelled'], {
+        encoding: 'utf8',
+      });
+    const deadline = Date.now() + 30_000;
+    while (!jobIds.every((id) => state().includes(id))) {
+      assert.ok(Date.now() < deadline, `jobs ${jobIds} were not cancelled:\n${execFileSync(process.env.UNMASK_CLI, ['--scheduler', process.env.UNMASK_SCHEDULER, 'jobs'], { encoding: 'utf8' })}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  });
+}
 
 test('early_stop: false runs every block after the answer ended; absent keeps the fast samplers\' early stop', async () => {
   // The chat answer ends in EOS within the first block of 32; dual_cache runs 16 steps per block.
@@ -147,7 +192,9 @@ test('early_stop: false runs every block after the answer ended; absent keeps th
 
 test('400: a bad field is a BadRequestError naming it', async () => {
   for (const [extra, param] of [
-    [{ n: 2 }, 'n'],
+    [{ n: 17 }, 'n'],
+    [{ n: 0 }, 'n'],
+    [{ n: 'two' }, 'n'],
     [{ max_tokens: 0 }, 'max_tokens'],
     [{ sampler: 'fastest' }, 'sampler'],
     [{ early_stop: 'off' }, 'early_stop'],
