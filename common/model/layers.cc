@@ -36,11 +36,8 @@ at::Tensor RotateHalf(const at::Tensor& x) {
 }
 }  // namespace
 
-at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTables& tables, std::int64_t offset) {
-  const auto t = x.size(-2);
+at::Tensor ApplyRotaryRows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   at::Tensor xf = x.to(at::kFloat);
-  at::Tensor sin = tables.sin.narrow(2, offset, t);
-  at::Tensor cos = tables.cos.narrow(2, offset, t);
   return ((xf * cos) + (RotateHalf(xf) * sin)).to(x.scalar_type());
 }
 

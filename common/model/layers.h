@@ -17,9 +17,10 @@ struct RotaryTables {
 };
 RotaryTables MakeRotaryTables(std::int64_t length, std::int64_t head_dim, double theta, c10::Device device);
 
-// Rotates q or k ([B, H, T, head_dim]) in float32 by the rows [offset, offset+T) of `tables`
-// and returns it in its own dtype.
-at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTables& tables, std::int64_t offset = 0);
+// Rotates rows of q or k ([N, heads, head_dim]) in float32 by the rotary table rows of their
+// positions (cos, sin: [N, 1, head_dim], rows of a RotaryTables' tables) and returns them in
+// their own dtype. Each element's result depends only on its own value and position.
+at::Tensor ApplyRotaryRows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
 
 // Bidirectional attention. q: [B, H, Tq, hd]; k, v: [B, Hkv, Tk, hd] with H % Hkv == 0.
 // key_bias: [B, 1, 1, Tk] additive float bias (0 or a large negative number) or undefined.

@@ -10,6 +10,7 @@
 
 #include "common/checkpoint/llada_config.h"
 #include "common/model/kv_cache.h"
+#include "common/model/layers.h"
 #include "common/model/llada_weights.h"
 #include "common/model/model_backend.h"
 #include "common/model/model_options.h"
@@ -61,16 +62,19 @@ class LladaModel : public ModelBackend {
  private:
   at::Tensor Embed(const at::Tensor& ids) const;
   struct SegmentPlan;
+  struct PackedRotary;
   std::vector<SegmentPlan> PlanSegments(const std::vector<PackedSegment>& segments) const;
+  PackedRotary RotaryRows(const std::vector<PackedSegment>& segments, const std::vector<SegmentPlan>& plans) const;
   at::Tensor SegmentAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const PackedSegment& seg,
                               const SegmentPlan& plan, std::size_t layer) const;
   at::Tensor PackedBlock(const LladaBlockWeights& blk, const at::Tensor& x, const std::vector<PackedSegment>& segments,
-                         const std::vector<SegmentPlan>& plans, std::size_t layer) const;
+                         const std::vector<SegmentPlan>& plans, const PackedRotary& rope, std::size_t layer) const;
 
   checkpoint::LladaConfig config_;
   LladaWeights weights_;
   ModelOptions options_;
   c10::Device device_;
+  RotaryTables rope_;  // positions [0, max_sequence_length), computed once
 };
 
 }  // namespace unmask::model

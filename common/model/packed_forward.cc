@@ -3,6 +3,7 @@
 // segment computes the same operations on the same rows whether it runs alone or packed.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,17 @@
 namespace unmask::model {
 
 // Per segment, what every layer's attention needs: where its rows start in the packed rows, its
-// shape, its rotary tables and its key-padding bias.
+// shape and its key-padding bias.
 struct LladaModel::SegmentPlan {
   std::int64_t start = 0, rows = 0, tokens = 0;
-  RotaryTables rope;
   at::Tensor key_bias;
+};
+
+// The rotary table rows of every packed row, [N, 1, head_dim] each: all segments are rotated at
+// once. Every position's values come from one table of the model's whole context, so a row gets
+// the same values whatever else is packed with it.
+struct LladaModel::PackedRotary {
+  at::Tensor cos, sin;
 };
 
 namespace {
@@ -62,31 +69,44 @@ std::vector<LladaModel::SegmentPlan> LladaModel::PlanSegments(const std::vector<
       cache->key_bias = KeyPaddingBias(seg.attention_mask);
     }
     plan.key_bias = seg.whole ? KeyPaddingBias(seg.attention_mask) : seg.cache->key_bias;
-    // A segment's tables span its whole sequence (the cached length for a part), as a fill
-    // makes them, so that every position gets the same sin/cos values it gets there.
-    const std::int64_t length = seg.whole ? plan.tokens : seg.cache->length;
-    for (std::size_t i = 0; i < j && !plan.rope.sin.defined(); ++i) {
-      if (plans[i].rope.sin.size(2) == length) plan.rope = plans[i].rope;
-    }
-    if (!plan.rope.sin.defined()) plan.rope = MakeRotaryTables(length, config_.head_dim(), config_.rope_theta, device_);
   }
   return plans;
+}
+
+LladaModel::PackedRotary LladaModel::RotaryRows(const std::vector<PackedSegment>& segments,
+                                                const std::vector<SegmentPlan>& plans) const {
+  std::vector<std::int64_t> positions;
+  std::int64_t longest = 0;
+  for (std::size_t j = 0; j < segments.size(); ++j) {
+    const std::int64_t first = segments[j].whole ? 0 : segments[j].offset;
+    for (std::int64_t r = 0; r < plans[j].rows; ++r) {
+      for (std::int64_t t = 0; t < plans[j].tokens; ++t) positions.push_back(first + t);
+    }
+    longest = std::max(longest, first + plans[j].tokens);
+  }
+  RotaryTables tables = rope_;
+  if (longest > tables.cos.size(2))  // past the context the config states: a longer table
+    tables = MakeRotaryTables(longest, config_.head_dim(), config_.rope_theta, device_);
+  const at::Tensor index =
+      at::tensor(positions, at::TensorOptions().dtype(at::kLong)).to(device_);
+  const std::int64_t hd = config_.head_dim();
+  return {tables.cos.view({-1, hd}).index_select(0, index).unsqueeze(1),
+          tables.sin.view({-1, hd}).index_select(0, index).unsqueeze(1)};
 }
 
 at::Tensor LladaModel::SegmentAttention(const at::Tensor& q2, const at::Tensor& k2, const at::Tensor& v2,
                                         const PackedSegment& seg, const SegmentPlan& plan, std::size_t layer) const {
   const auto r = plan.rows, t = plan.tokens, hd = config_.head_dim();
+  // q and k arrive rotated ([N, heads, head_dim]), v as projected ([N, kv_heads * head_dim]).
   at::Tensor q = q2.narrow(0, plan.start, r * t).view({r, t, config_.n_heads, hd}).transpose(1, 2);
   at::Tensor k = k2.narrow(0, plan.start, r * t).view({r, t, config_.n_kv_heads, hd}).transpose(1, 2);
   at::Tensor v = v2.narrow(0, plan.start, r * t).view({r, t, config_.n_kv_heads, hd}).transpose(1, 2);
   const std::int64_t offset = seg.whole ? 0 : seg.offset;
-  q = ApplyRotary(q, plan.rope, offset);
-  k = ApplyRotary(k, plan.rope, offset);
   if (seg.cache != nullptr) {
     KvCache::Layer& kv = seg.cache->layers[layer];
-    if (seg.whole) {
-      kv.k = k;
-      kv.v = v;
+    if (seg.whole) {  // copies of its own: k and v are views of the rows of every segment
+      kv.k = k.clone(at::MemoryFormat::Contiguous);
+      kv.v = v.clone(at::MemoryFormat::Contiguous);
     } else {
       kv.k.narrow(2, offset, t).copy_(k);
       kv.v.narrow(2, offset, t).copy_(v);
@@ -101,10 +121,11 @@ at::Tensor LladaModel::SegmentAttention(const at::Tensor& q2, const at::Tensor& 
 
 at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tensor& x,
                                    const std::vector<PackedSegment>& segments, const std::vector<SegmentPlan>& plans,
-                                   std::size_t layer) const {
+                                   const PackedRotary& rope, std::size_t layer) const {
+  const std::int64_t n = x.size(0), hd = config_.head_dim();
   at::Tensor h = RmsNorm(x, blk.attn_norm, config_.rms_norm_eps);
-  const at::Tensor q = blk.q_proj.Apply(h);
-  const at::Tensor k = blk.k_proj.Apply(h);
+  const at::Tensor q = ApplyRotaryRows(blk.q_proj.Apply(h).view({n, config_.n_heads, hd}), rope.cos, rope.sin);
+  const at::Tensor k = ApplyRotaryRows(blk.k_proj.Apply(h).view({n, config_.n_kv_heads, hd}), rope.cos, rope.sin);
   const at::Tensor v = blk.v_proj.Apply(h);
   std::vector<at::Tensor> parts;
   parts.reserve(segments.size());
@@ -124,7 +145,9 @@ std::vector<at::Tensor> LladaModel::HiddenPacked(const std::vector<PackedSegment
   flat.reserve(segments.size());
   for (const auto& seg : segments) flat.push_back(seg.ids.reshape({-1}));
   at::Tensor x = Embed(flat.size() == 1 ? flat[0] : at::cat(flat, 0));  // [N, d_model]
-  for (std::size_t i = 0; i < weights_.blocks.size(); ++i) x = PackedBlock(weights_.blocks[i], x, segments, plans, i);
+  const PackedRotary rope = RotaryRows(segments, plans);
+  for (std::size_t i = 0; i < weights_.blocks.size(); ++i)
+    x = PackedBlock(weights_.blocks[i], x, segments, plans, rope, i);
   std::vector<at::Tensor> hidden;
   hidden.reserve(segments.size());
   for (const auto& plan : plans)

@@ -1,5 +1,7 @@
 #include "common/sampler/step_sampler.h"
 
+#include <c10/core/InferenceMode.h>
+
 #include <chrono>
 #include <string>
 
@@ -11,6 +13,7 @@ namespace unmask::sampler {
 StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(SamplerMode mode, const model::LladaModel& model,
                                                         const PromptBatch& prompts, const GenerationParams& params,
                                                         const FastOptions& options) {
+  c10::InferenceMode inference;  // as every step runs: no autograd bookkeeping
   FastOptions fast = options;
   if (FastModeOf(mode, &fast.cache, &fast.rule))
     return StartFastStepSampler(model, prompts, params, fast, FastModeName(fast.cache, fast.rule));
@@ -59,6 +62,7 @@ std::vector<StatusOr<at::Tensor>> Forwards(const model::LladaModel& model, const
 }  // namespace
 
 std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, const std::vector<StepSampler*>& samplers) {
+  c10::InferenceMode inference;
   std::vector<StatusOr<StepEvent>> events(samplers.size(), StatusOr<StepEvent>(InternalError("step not run")));
   std::vector<StepSampler*> packed;
   std::vector<std::size_t> where;
@@ -90,6 +94,7 @@ std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, co
 
 StatusOr<GenerationResult> RunSteps(const model::LladaModel& model, StepSampler& sampler, const StepCallback& on_step,
                                     const std::string& what) {
+  c10::InferenceMode inference;
   const auto start = std::chrono::steady_clock::now();
   auto since_start = [&start] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -8,6 +8,8 @@
 // early stop) is the generation's own, a generation driven in a batch gives what it gives alone;
 // each generation keeps its own seeded generator, so sampled (temperature > 0) generations keep
 // their random streams. Every mode of sampler_registry.h runs this way on a LladaModel.
+// StartStepSampler, StepTogether and RunSteps run under c10::InferenceMode (no autograd
+// bookkeeping); call a sampler's methods only through them, or under InferenceMode too.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,0 +1,192 @@
+// bench_step_batch (issue 28): what step-level batching buys the engine. N generations of
+// different prompt lengths and max_tokens run (a) one after the other, each driven alone
+// (sampler::RunSteps), and (b) all at once, one packed forward per step
+// (model::LladaModel::HiddenPacked, as the executor's StepTogether does). Both give the same
+// tokens (checked); the table gives tokens/s, the speed-up, and where a batched step's time goes:
+// the packed forward, and the jobs' own per-step work (LM head, confidences, top-k, events).
+// Rounds alternate the two orders so that load from other processes hits both alike; figures
+// are medians.
+//
+//   bench_step_batch --model models/unmask-kjv [--jobs 1,4,8] [--sampler dual_cache+threshold]
+//                    [--max-tokens 32,64,96] [--precision auto] [--rounds 3] [--doc docs/benchmarks.md]
+//
+// Prompts are random token ids (seeded; lengths 8 to 40), so the text means nothing; the
+// trained model's confidence on them decides how many steps the threshold rule takes, the same
+// alone and batched.
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "bench/common/bench_compute.h"
+#include "bench/common/bench_report.h"
+#include "common/model/cpu_features.h"
+#include "common/model/llada_model.h"
+#include "common/sampler/step_sampler.h"
+
+namespace {
+
+using namespace unmask;
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string model = "models/unmask-kjv", jobs = "1,4,8", sampler = "dual_cache+threshold", max_tokens = "32,64,96";
+  std::string precision = "auto", doc;
+  int rounds = 3;
+};
+
+std::vector<std::int64_t> Ints(const std::string& list) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+struct Request {
+  sampler::PromptBatch prompts;
+  generation::GenerationParams params;
+};
+
+std::vector<Request> Requests(const Args& a, const model::LladaModel& m, int n) {
+  std::mt19937_64 rng(1234);
+  const auto lengths = Ints(a.max_tokens);
+  std::vector<Request> out;
+  for (int i = 0; i < n; ++i) {
+    Request r;
+    std::vector<std::int64_t> ids(8 + rng() % 33);
+    for (auto& id : ids) id = 10 + static_cast<std::int64_t>(rng() % (m.config().embedding_size - 10));
+    r.prompts.ids = {ids};
+    r.params.sampler = *generation::ParseSamplerMode(a.sampler);
+    generation::ResolveLengths(lengths[i % lengths.size()], std::nullopt, std::nullopt, r.params);
+    generation::WithModelTokens(m.config(), r.params);
+    out.push_back(r);
+  }
+  return out;
+}
+
+struct Timing {
+  double seconds = 0, forward = 0, own = 0;
+  std::int64_t tokens = 0, steps = 0;
+  std::vector<std::vector<std::int64_t>> outputs;
+};
+
+Timing Alone(const model::LladaModel& m, const std::vector<Request>& requests) {
+  Timing t;
+  const auto start = Clock::now();
+  for (const auto& r : requests) {
+    auto s = sampler::StartStepSampler(m, r.prompts, r.params);
+    auto result = sampler::RunSteps(m, **s, {}, "bench");
+    t.outputs.push_back(result->output[0]);
+    t.tokens += r.params.gen_length;
+    t.steps += result->steps_run;
+  }
+  t.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return t;
+}
+
+Timing Together(const model::LladaModel& m, const std::vector<Request>& requests) {
+  Timing t;
+  const auto start = Clock::now();
+  std::vector<std::unique_ptr<sampler::StepSampler>> samplers;
+  for (const auto& r : requests) samplers.push_back(*sampler::StartStepSampler(m, r.prompts, r.params));
+  for (bool any = true; any;) {
+    std::vector<sampler::StepSampler*> running;
+    for (auto& s : samplers) {
+      if (s->running()) running.push_back(s.get());
+    }
+    any = !running.empty();
+    if (!any) break;
+    std::vector<model::PackedSegment> segments;
+    const auto t0 = Clock::now();
+    for (auto* s : running) segments.push_back(s->NextForward());
+    const auto hidden = m.HiddenPacked(segments);
+    const auto t1 = Clock::now();
+    for (std::size_t i = 0; i < running.size(); ++i) running[i]->FinishStep(hidden[i]);
+    t.forward += std::chrono::duration<double>(t1 - t0).count();
+    t.own += std::chrono::duration<double>(Clock::now() - t1).count();
+    ++t.steps;
+  }
+  t.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (std::size_t i = 0; i < samplers.size(); ++i) {
+    t.outputs.push_back(samplers[i]->Result().output[0]);
+    t.tokens += requests[i].params.gen_length;
+  }
+  return t;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"Step-level batching: N generations alone one after the other vs in one packed forward per step"};
+  app.add_option("--model", a.model)->capture_default_str();
+  app.add_option("--jobs", a.jobs, "generations per run, comma-separated")->capture_default_str();
+  app.add_option("--sampler", a.sampler)->capture_default_str();
+  app.add_option("--max-tokens", a.max_tokens, "gen_length of job i: the list's (i mod size)th")->capture_default_str();
+  app.add_option("--precision", a.precision, "auto, fp32, bf16")->capture_default_str();
+  app.add_option("--rounds", a.rounds)->capture_default_str();
+  app.add_option("--doc", a.doc, "markdown file whose section 'step-batch' is replaced");
+  CLI11_PARSE(app, argc, argv);
+  const std::string compute = bench::SetUpComputeOrExit();
+  c10::InferenceMode inference;
+
+  model::ModelOptions options;
+  if (a.precision != "auto") options.precision = *model::ParsePrecision(a.precision);
+  else options.precision = model::ChooseCompute(std::nullopt, model::HostCpuFeatures(), false, model::Precision::kBFloat16).compute;
+  auto loaded = model::LladaModel::Load(a.model, options);
+  if (!loaded.ok()) {
+    std::cerr << loaded.status().ToString() << "\n";
+    return 1;
+  }
+  const model::LladaModel& m = **loaded;
+
+  std::ostringstream md;
+  md << "| jobs | alone, one after another: tokens/s | batched: tokens/s | speed-up | batched steps | "
+        "forward ms / step | jobs' own ms / step | same tokens |\n|---|---|---|---|---|---|---|---|\n";
+  for (std::int64_t n : Ints(a.jobs)) {
+    const auto requests = Requests(a, m, static_cast<int>(n));
+    std::vector<double> alone_rate, together_rate, forward_ms, own_ms;
+    bool same = true;
+    std::int64_t steps = 0;
+    for (int round = 0; round < a.rounds; ++round) {
+      Timing alone, together;
+      if (round % 2 == 0) {
+        alone = Alone(m, requests);
+        together = Together(m, requests);
+      } else {
+        together = Together(m, requests);
+        alone = Alone(m, requests);
+      }
+      same = same && alone.outputs == together.outputs;
+      alone_rate.push_back(alone.tokens / alone.seconds);
+      together_rate.push_back(together.tokens / together.seconds);
+      forward_ms.push_back(1e3 * together.forward / together.steps);
+      own_ms.push_back(1e3 * together.own / together.steps);
+      steps = together.steps;
+    }
+    char row[256];
+    std::snprintf(row, sizeof(row), "| %lld | %.1f | %.1f | %.2fx | %lld | %.1f | %.1f | %s |\n", static_cast<long long>(n),
+                  Median(alone_rate), Median(together_rate), Median(together_rate) / Median(alone_rate),
+                  static_cast<long long>(steps), Median(forward_ms), Median(own_ms), same ? "yes" : "NO");
+    md << row;
+    std::cout << row << std::flush;
+  }
+  md << "\n" << a.sampler << ", max_tokens " << a.max_tokens << ", " << model::PrecisionName(options.precision)
+     << " compute, " << compute << ", medians of " << a.rounds << " rounds. Machine: " << bench::MachineDescription()
+     << "; CPU flags: " << model::DescribeCpuFlags(model::HostCpuFeatures()) << ". Command: `"
+     << bench::CommandLine(argc, argv) << "`.\n";
+  std::cout << md.str();
+  if (!a.doc.empty() && !bench::ReplaceDocSection(a.doc, "step-batch", md.str())) return 1;
+  return 0;
+}
