@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--http-host", http_options.host, "Address the HTTP API binds")->capture_default_str();
   app.add_option("--http-max-body-bytes", http_options.max_body_bytes, "Larger HTTP request bodies get 413")
       ->capture_default_str();
-  app.add_option("--http-threads", http_options.threads, "HTTP requests served at once (a stream holds one)")
+  app.add_option("--http-threads", http_options.threads, "HTTP requests served at once (a stream holds one; beyond: 429)")
       ->capture_default_str();
   app.add_option("--drain-timeout-seconds", o.drain_timeout_seconds, "Grace period for in-flight calls on SIGTERM")->capture_default_str();
   tls::AddServerTlsFlags(app, &o.tls);

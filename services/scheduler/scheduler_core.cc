@@ -190,10 +190,10 @@ StatusOr<SchedulerCore::Reserved> SchedulerCore::Reserve(int n, const auth::ApiK
   }
   UNMASK_ASSIGN_OR_RETURN(std::int64_t depth, store_.QueueDepth());
   if (depth + n > options_.max_queue)
-    return ResourceExhaustedError("the queue is full (" + std::to_string(depth) +
-                                  " jobs, the scheduler's --max-queue=" + std::to_string(options_.max_queue) + ")" +
-                                  (n > 1 ? " for " + std::to_string(n) + " more" : "") + "; try again later")
-        .WithReason(kQueueFull, {{"limit", std::to_string(options_.max_queue)}});
+    return QueueFullError("the queue is full (" + std::to_string(depth) + " jobs, the scheduler's --max-queue=" +
+                              std::to_string(options_.max_queue) + ")" +
+                              (n > 1 ? " for " + std::to_string(n) + " more" : "") + "; try again later",
+                          options_.max_queue);
   return reserved;
 }
 
@@ -235,6 +235,10 @@ StatusOr<v1::SubmitResponse> SchedulerCore::Accept(const v1::GenerateRequest& r,
   const int n = ChoiceCount(r);
   UNMASK_ASSIGN_OR_RETURN(Reserved reserved, Reserve(n, caller, call));
   return StoreChoices(job, n, reserved);
+}
+
+Status QueueFullError(const std::string& message, std::int64_t limit) {
+  return ResourceExhaustedError(message).WithReason(kQueueFull, {{"limit", std::to_string(limit)}});
 }
 
 bool IsQueueFull(const Status& status) {

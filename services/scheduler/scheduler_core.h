@@ -119,6 +119,9 @@ class SchedulerCore {
 // request that cannot fit any executor has the same code (RESOURCE_EXHAUSTED); adapters that
 // answer the two differently (HTTP: 429 and 503) tell them apart with this.
 bool IsQueueFull(const Status& status);
+// The refusal of a full queue (RESOURCE_EXHAUSTED, reason QUEUE_FULL, metadata limit): `message`
+// says which queue.
+Status QueueFullError(const std::string& message, std::int64_t limit);
 
 // A job's failure as the API reports it (JobEvent.failed), its detail included, and back.
 v1::Failed FailedOf(const Status& status);

@@ -32,7 +32,7 @@ struct Reply {
 
 class HttpLimitsTest : public ::testing::Test {
 protected:
-  void Start(SchedulerOptions options, std::size_t max_body_bytes = 4u << 20) {
+  void Start(SchedulerOptions options, std::size_t max_body_bytes = 4u << 20, int http_threads = 32) {
     // An executor serving the model as the pool would report it (the HTTP API
     // refuses models no healthy executor serves); nothing runs the jobs, so
     // they wait in the queue.
@@ -54,6 +54,7 @@ protected:
     HttpServerOptions ho;
     ho.host = "127.0.0.1";
     ho.max_body_bytes = max_body_bytes;
+    ho.threads = http_threads;
     server_ = std::make_unique<OpenAiHttpServer>(*completions_, ho);
     auto port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.status().ToString();
@@ -162,6 +163,33 @@ TEST_F(HttpLimitsTest, AClientOverItsJobCapGets429NamingTheFlag) {
   for (const auto &job : listed->jobs())
     (void)core_->CancelJob(job.job_id());
   third.get();
+}
+
+// Overload: a request that finds every HTTP thread busy is refused at once with 429, instead
+// of waiting unseen in the server's queue for a thread.
+TEST_F(HttpLimitsTest, ARequestThatFindsEveryThreadBusyGets429AtOnce) {
+  Start(SchedulerOptions{}, 4u << 20, /*http_threads=*/1);
+  auto first = std::async(std::launch::async, [&] {  // holds the one thread: nothing runs its job
+    return Post(Completion(json::array({1, 2, 3})).dump());
+  });
+  WaitForQueued(1);
+  const auto before = std::chrono::steady_clock::now();
+  const Reply second = Post(Completion(json::array({1, 2, 3})).dump());
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(5));
+  EXPECT_EQ(second.status, 429);
+  EXPECT_EQ(second.body["error"]["code"], "queue_full");
+  EXPECT_THAT(second.body["error"]["message"].get<std::string>(), HasSubstr("--http-threads=1"));
+  EXPECT_EQ(*store_.QueueDepth(), 1);  // the refused request stored nothing
+  auto listed = core_->ListJobs(v1::ListJobsRequest());
+  ASSERT_TRUE(listed.ok());
+  for (const auto& job : listed->jobs()) (void)core_->CancelJob(job.job_id());
+  first.get();
+  // The thread is free again: the next request is served (and queued).
+  auto third = std::async(std::launch::async, [&] { return Post(Completion(json::array({1, 2, 3})).dump()); });
+  WaitForQueued(1);
+  listed = core_->ListJobs(v1::ListJobsRequest());
+  for (const auto& job : listed->jobs()) (void)core_->CancelJob(job.job_id());
+  EXPECT_NE(third.get().status, 429);
 }
 
 TEST_F(HttpLimitsTest, NChoicesAreNJobsAndAFailedChoiceFailsTheRequest) {

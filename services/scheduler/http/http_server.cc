@@ -2,8 +2,10 @@
 
 #include <httplib.h>
 
+#include "services/scheduler/http/bounded_task_queue.h"
 #include "services/scheduler/http/http_errors.h"
 #include "services/scheduler/http/tls_context.h"
+#include "services/scheduler/scheduler_core.h"
 
 namespace unmask::scheduler::http {
 namespace {
@@ -119,7 +121,16 @@ OpenAiHttpServer::~OpenAiHttpServer() { Stop(); }
 void OpenAiHttpServer::Route() {
   httplib::Server& s = *server_;
   const int threads = std::max(1, options_.threads);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  s.new_task_queue = [threads] { return new BoundedTaskQueue(static_cast<std::size_t>(threads)); };
+  // A connection that found every thread busy: 429 at once, never a wait in an unbounded queue.
+  s.set_pre_routing_handler([threads](const httplib::Request&, httplib::Response& res) {
+    if (!BoundedTaskQueue::Overflowing()) return httplib::Server::HandlerResponse::Unhandled;
+    SendError(res, QueueFullError("the HTTP server is serving its --http-threads=" + std::to_string(threads) +
+                                      " requests at once; try again later",
+                                  threads));
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   s.set_payload_max_length(options_.max_body_bytes);
   // Headers, body and SSE chunks go out as separate small writes: with Nagle's algorithm each
   // one after the first waits for the peer's delayed ACK (~40 ms on Linux) on a kept-alive
