@@ -11,6 +11,7 @@
 #include "common/sampler/reference_sampler.h"
 #include "common/registry/progressive_loader.h"
 #include "common/segment/weight_view.h"
+#include "tests/fixtures/golden_case.h"
 #include "tests/fixtures/test_paths.h"
 
 namespace unmask::model {
@@ -35,16 +36,7 @@ TEST(SegmentModelTest, Bf16SegmentReproducesTheGoldenCasesInFp32) {
   const auto golden = nlohmann::json::parse(in);
   for (int index : {0, 6, 7}) {  // plain, classifier-free guidance, temperature
     const auto& c = golden["cases"][index];
-    generation::GenerationParams p;
-    p.steps = c["steps"];
-    p.gen_length = c["gen_length"];
-    p.block_length = c["block_length"];
-    p.temperature = c["temperature"];
-    p.cfg_scale = c["cfg_scale"];
-    p.seed = c["seed"];
-    sampler::PromptBatch prompts;
-    prompts.ids = c["prompt"].get<std::vector<std::vector<std::int64_t>>>();
-    auto r = sampler::ReferenceGenerate(**model, prompts, p);
+    auto r = sampler::ReferenceGenerate(**model, unmask::testing::GoldenCasePrompts(c), unmask::testing::GoldenCaseParams(c));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->output, c["output"].get<std::vector<std::vector<std::int64_t>>>()) << "case " << index;
   }

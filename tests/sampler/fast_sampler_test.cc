@@ -18,7 +18,7 @@
 #include "common/sampler/sampler_registry.h"
 #include "tests/fixtures/temp_checkpoint.h"
 #include "tests/fixtures/test_paths.h"
-#include "tests/sampler/golden_case.h"
+#include "tests/fixtures/golden_case.h"
 
 namespace unmask::sampler {
 namespace {

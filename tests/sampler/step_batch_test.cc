@@ -18,7 +18,7 @@
 #include "common/sampler/step_sampler.h"
 #include "tests/fixtures/gemm_paths.h"
 #include "tests/fixtures/test_paths.h"
-#include "tests/sampler/golden_case.h"
+#include "tests/fixtures/golden_case.h"
 
 namespace unmask {
 namespace {
