@@ -144,6 +144,7 @@ std::vector<std::shared_ptr<Job>> ExecutorCore::AdmitLocked(std::size_t running,
 
 void ExecutorCore::Admit(std::vector<Slot>& batch, const std::vector<std::shared_ptr<Job>>& jobs) {
   std::uint64_t released = 0;
+  int failed = 0;
   for (const auto& job : jobs) {
     auto serving = ServingModel();
     StatusOr<std::unique_ptr<RunningJob>> run = serving.status();
@@ -160,12 +161,13 @@ void ExecutorCore::Admit(std::vector<Slot>& batch, const std::vector<std::shared
     } else {
       FailJob(*job, run.status());
       released += job->charge_bytes();
+      ++failed;
     }
   }
-  if (released == 0) return;
+  if (failed == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   charged_bytes_ -= released;
-  running_ -= static_cast<int>(jobs.size() - batch.size());
+  running_ -= failed;
 }
 
 void ExecutorCore::Step(std::vector<Slot>& batch) {

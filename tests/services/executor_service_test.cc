@@ -408,6 +408,33 @@ TEST_F(ExecutorServiceTest, AJobThatCanNeverFitIsRefusedNamingItsNeedAndTheBudge
   EXPECT_EQ(small.Capacity().job_budget_bytes, 4096u);
 }
 
+// A job that expired in the queue and fails as it would join a running batch leaves the
+// executor's counts right: nothing running or charged once the batch is done.
+TEST_F(ExecutorServiceTest, AJobFailingAsItJoinsARunningBatchLeavesTheCountsRight) {
+  ExecutorOptions options;
+  options.executor_id = "counts";
+  ExecutorCore core(core_->model(), options);
+  const auto& config = core_->model()->config();
+  auto running = core.Submit(*JobRequestFromProto(Request({1, 2, 3}, 32, 8, 32), config));
+  ASSERT_TRUE(running.ok());
+  JobEvent ev;
+  ASSERT_TRUE((*running)->Next(ev, std::chrono::seconds(30)));  // the batch is running
+  JobRequest expired = *JobRequestFromProto(Request({4, 5}, 16, 8, 16), config);
+  expired.deadline = Clock::now();
+  auto late = core.Submit(expired);
+  ASSERT_TRUE(late.ok());
+  while ((*late)->Next(ev, std::chrono::seconds(30)) && ev.kind == JobEvent::Kind::kStep) {
+  }
+  EXPECT_EQ(ev.status.code(), StatusCode::kDeadlineExceeded);
+  while ((*running)->Next(ev, std::chrono::seconds(30)) && ev.kind == JobEvent::Kind::kStep) {
+  }
+  ASSERT_EQ(ev.kind, JobEvent::Kind::kCompleted);
+  for (int i = 0; i < 100 && core.Capacity().running_jobs != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(core.Capacity().running_jobs, 0);
+  EXPECT_EQ(core.Capacity().job_bytes_in_use, 0u);
+}
+
 // With a budget for two such jobs, four submitted at once run at most two at a time, and all finish.
 TEST_F(ExecutorServiceTest, TheRunningBatchStaysWithinTheJobBudget) {
   const JobRequest request = *JobRequestFromProto(Request({1, 2, 3}, 16, 8, 16), core_->model()->config());
