@@ -1,14 +1,16 @@
-// bench_step_batch (issue 28): what step-level batching buys the engine. N generations of
-// different prompt lengths and max_tokens run (a) one after the other, each driven alone
-// (sampler::RunSteps), and (b) all at once, one packed forward per step
-// (model::LladaModel::HiddenPacked, as the executor's StepTogether does). Both give the same
+// bench_step_batch (issue 28): what step-level batching buys the engine, the way the serving
+// benchmark's closed loop uses it. The same --requests generations of different prompt lengths and
+// max_tokens run (a) one after the other, each driven alone (sampler::RunSteps), and (b) with N
+// running at once, one packed forward per step (sampler::StepTogether, as the executor runs
+// them): a generation that ends leaves at that step and the next one in
+// the queue joins at the next, so N stay running until the queue is empty. Both give the same
 // tokens (checked); the table gives tokens/s, the speed-up, and where a batched step's time goes:
 // the packed forward, and the jobs' own per-step work (LM head, confidences, top-k, events).
 // Rounds alternate the two orders so that load from other processes hits both alike; figures
 // are medians.
 //
-//   bench_step_batch --model models/unmask-kjv [--jobs 1,4,8] [--sampler dual_cache+threshold]
-//                    [--max-tokens 32,64,96] [--precision auto] [--rounds 3] [--doc docs/benchmarks.md]
+//   bench_step_batch --model models/unmask-kjv [--jobs 1,4,8] [--requests 24] [--sampler dual_cache+threshold]
+//                    [--max-tokens 32,64,96] [--precision auto] [--threads 0] [--rounds 3] [--doc docs/benchmarks.md]
 //
 // Prompts are random token ids (seeded; lengths 8 to 40), so the text means nothing; the
 // trained model's confidence on them decides how many steps the threshold rule takes, the same
@@ -23,6 +25,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "bench/common/bench_compute.h"
 #include "bench/common/bench_report.h"
@@ -38,7 +41,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::string model = "models/unmask-kjv", jobs = "1,4,8", sampler = "dual_cache+threshold", max_tokens = "32,64,96";
   std::string precision = "auto", doc;
-  int rounds = 3;
+  int rounds = 3, requests = 24, threads = 0;
 };
 
 std::vector<std::int64_t> Ints(const std::string& list) {
@@ -72,7 +75,7 @@ std::vector<Request> Requests(const Args& a, const model::LladaModel& m, int n) 
 
 struct Timing {
   double seconds = 0, forward = 0, own = 0;
-  std::int64_t tokens = 0, steps = 0;
+  std::int64_t tokens = 0, steps = 0, jobs_in_steps = 0;
   std::vector<std::vector<std::int64_t>> outputs;
 };
 
@@ -90,27 +93,31 @@ Timing Alone(const model::LladaModel& m, const std::vector<Request>& requests) {
   return t;
 }
 
-Timing Together(const model::LladaModel& m, const std::vector<Request>& requests) {
+// `requests` with at most `concurrency` of them running at once, one packed forward per step.
+Timing Together(const model::LladaModel& m, const std::vector<Request>& requests, std::size_t concurrency) {
   Timing t;
   const auto start = Clock::now();
-  std::vector<std::unique_ptr<sampler::StepSampler>> samplers;
-  for (const auto& r : requests) samplers.push_back(*sampler::StartStepSampler(m, r.prompts, r.params));
-  for (bool any = true; any;) {
-    std::vector<sampler::StepSampler*> running;
-    for (auto& s : samplers) {
-      if (s->running()) running.push_back(s.get());
+  std::vector<std::unique_ptr<sampler::StepSampler>> samplers(requests.size());
+  std::vector<std::size_t> running;  // indices into requests
+  std::size_t next = 0;
+  for (;;) {
+    while (running.size() < concurrency && next < requests.size()) {
+      samplers[next] = *sampler::StartStepSampler(m, requests[next].prompts, requests[next].params);
+      running.push_back(next++);
     }
-    any = !running.empty();
-    if (!any) break;
-    std::vector<model::PackedSegment> segments;
-    const auto t0 = Clock::now();
-    for (auto* s : running) segments.push_back(s->NextForward());
-    const auto hidden = m.HiddenPacked(segments);
-    const auto t1 = Clock::now();
-    for (std::size_t i = 0; i < running.size(); ++i) running[i]->FinishStep(hidden[i]);
-    t.forward += std::chrono::duration<double>(t1 - t0).count();
-    t.own += std::chrono::duration<double>(Clock::now() - t1).count();
+    if (running.empty()) break;
+    std::vector<sampler::StepSampler*> batch;
+    for (std::size_t i : running) batch.push_back(samplers[i].get());
+    sampler::StepTiming timing;
+    for (const auto& event : sampler::StepTogether(m, batch, &timing)) {
+      if (!event.ok()) throw std::runtime_error(event.status().ToString());
+    }
+    t.forward += timing.forward_seconds;
+    t.own += timing.finish_seconds;
+    t.jobs_in_steps += static_cast<std::int64_t>(running.size());
     ++t.steps;
+    running.erase(std::remove_if(running.begin(), running.end(), [&](std::size_t i) { return !samplers[i]->running(); }),
+                  running.end());
   }
   t.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (std::size_t i = 0; i < samplers.size(); ++i) {
@@ -131,14 +138,16 @@ int main(int argc, char** argv) {
   Args a;
   CLI::App app{"Step-level batching: N generations alone one after the other vs in one packed forward per step"};
   app.add_option("--model", a.model)->capture_default_str();
-  app.add_option("--jobs", a.jobs, "generations per run, comma-separated")->capture_default_str();
+  app.add_option("--jobs", a.jobs, "generations running at once, comma-separated")->capture_default_str();
+  app.add_option("--requests", a.requests, "generations per run")->capture_default_str();
+  app.add_option("--threads", a.threads, "intra-op threads (0: the usable cores)")->capture_default_str();
   app.add_option("--sampler", a.sampler)->capture_default_str();
   app.add_option("--max-tokens", a.max_tokens, "gen_length of job i: the list's (i mod size)th")->capture_default_str();
   app.add_option("--precision", a.precision, "auto, fp32, bf16")->capture_default_str();
   app.add_option("--rounds", a.rounds)->capture_default_str();
   app.add_option("--doc", a.doc, "markdown file whose section 'step-batch' is replaced");
   CLI11_PARSE(app, argc, argv);
-  const std::string compute = bench::SetUpComputeOrExit();
+  const std::string compute = bench::SetUpComputeOrExit(a.threads);
   c10::InferenceMode inference;
 
   model::ModelOptions options;
@@ -152,20 +161,21 @@ int main(int argc, char** argv) {
   const model::LladaModel& m = **loaded;
 
   std::ostringstream md;
-  md << "| jobs | alone, one after another: tokens/s | batched: tokens/s | speed-up | batched steps | "
-        "forward ms / step | jobs' own ms / step | same tokens |\n|---|---|---|---|---|---|---|---|\n";
+  md << "| jobs at once | alone, one after another: tokens/s | batched: tokens/s | speed-up | batched steps | "
+        "jobs per step | forward ms / step | jobs' own ms / step | same tokens |\n|---|---|---|---|---|---|---|---|---|\n";
+  const auto requests = Requests(a, m, a.requests);
   for (std::int64_t n : Ints(a.jobs)) {
-    const auto requests = Requests(a, m, static_cast<int>(n));
     std::vector<double> alone_rate, together_rate, forward_ms, own_ms;
     bool same = true;
     std::int64_t steps = 0;
+    double per_step = 0;
     for (int round = 0; round < a.rounds; ++round) {
       Timing alone, together;
       if (round % 2 == 0) {
         alone = Alone(m, requests);
-        together = Together(m, requests);
+        together = Together(m, requests, static_cast<std::size_t>(n));
       } else {
-        together = Together(m, requests);
+        together = Together(m, requests, static_cast<std::size_t>(n));
         alone = Alone(m, requests);
       }
       same = same && alone.outputs == together.outputs;
@@ -174,15 +184,16 @@ int main(int argc, char** argv) {
       forward_ms.push_back(1e3 * together.forward / together.steps);
       own_ms.push_back(1e3 * together.own / together.steps);
       steps = together.steps;
+      per_step = static_cast<double>(together.jobs_in_steps) / together.steps;
     }
     char row[256];
-    std::snprintf(row, sizeof(row), "| %lld | %.1f | %.1f | %.2fx | %lld | %.1f | %.1f | %s |\n", static_cast<long long>(n),
-                  Median(alone_rate), Median(together_rate), Median(together_rate) / Median(alone_rate),
-                  static_cast<long long>(steps), Median(forward_ms), Median(own_ms), same ? "yes" : "NO");
+    std::snprintf(row, sizeof(row), "| %lld | %.1f | %.1f | %.2fx | %lld | %.1f | %.1f | %.1f | %s |\n",
+                  static_cast<long long>(n), Median(alone_rate), Median(together_rate),
+                  Median(together_rate) / Median(alone_rate), static_cast<long long>(steps), per_step, Median(forward_ms), Median(own_ms), same ? "yes" : "NO");
     md << row;
     std::cout << row << std::flush;
   }
-  md << "\n" << a.sampler << ", max_tokens " << a.max_tokens << ", " << model::PrecisionName(options.precision)
+  md << "\n" << a.requests << " generations, " << a.sampler << ", max_tokens " << a.max_tokens << ", " << model::PrecisionName(options.precision)
      << " compute, " << compute << ", medians of " << a.rounds << " rounds. Machine: " << bench::MachineDescription()
      << "; CPU flags: " << model::DescribeCpuFlags(model::HostCpuFeatures()) << ". Command: `"
      << bench::CommandLine(argc, argv) << "`.\n";

@@ -9,6 +9,7 @@
 
 #include "common/model/layers.h"
 #include "common/model/llada_model.h"
+#include "common/model/threading.h"
 
 namespace unmask::model {
 
@@ -127,9 +128,12 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
   const at::Tensor q = ApplyRotaryRows(blk.q_proj.Apply(h).view({n, config_.n_heads, hd}), rope.cos, rope.sin);
   const at::Tensor k = ApplyRotaryRows(blk.k_proj.Apply(h).view({n, config_.n_kv_heads, hd}), rope.cos, rope.sin);
   const at::Tensor v = blk.v_proj.Apply(h);
-  std::vector<at::Tensor> parts;
-  parts.reserve(segments.size());
-  for (std::size_t j = 0; j < segments.size(); ++j) parts.push_back(SegmentAttention(q, k, v, segments[j], plans[j], layer));
+  // Each segment's attention on one thread, the segments spread over the pool: a segment's
+  // attention is a few small operators, computed the same way whatever else is packed.
+  std::vector<at::Tensor> parts(segments.size());
+  ForEachItem(static_cast<std::int64_t>(segments.size()), x.device().is_cpu(), [&](std::int64_t j) {
+    parts[j] = SegmentAttention(q, k, v, segments[j], plans[j], layer);
+  });
   const at::Tensor att = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
   at::Tensor out = x + blk.attn_out.Apply(att);
 

@@ -1,6 +1,7 @@
 #include "common/model/threading.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 #include <dlfcn.h>
 #include <sched.h>
 
@@ -129,5 +130,17 @@ StatusOr<ThreadingReport> ConfigureThreading(int requested, int callers) {
 }
 
 bool BlasHeldToOneThread() { return g_blas_held.load(std::memory_order_relaxed); }
+
+void ForEachItem(std::int64_t n, bool spread, const std::function<void(std::int64_t)>& item) {
+  if (!spread || n < 2 || at::get_num_threads() < 2 || at::in_parallel_region()) {
+    for (std::int64_t i = 0; i < n; ++i) item(i);
+    return;
+  }
+  const bool inference = c10::InferenceMode::is_enabled();
+  at::parallel_for(0, n, 1, [&](std::int64_t begin, std::int64_t end) {
+    c10::InferenceMode guard(inference);
+    for (std::int64_t i = begin; i < end; ++i) item(i);
+  });
+}
 
 }  // namespace unmask::model

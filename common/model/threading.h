@@ -11,6 +11,8 @@
 //   - a BLAS that is not OpenBLAS is left alone, with a warning.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/util/status.h"
@@ -53,5 +55,14 @@ StatusOr<ThreadingReport> ConfigureThreading(int requested, int callers = 1);
 // True once ConfigureThreading held a pthreads OpenBLAS to one thread while the pool has more:
 // Linear then splits large products across the pool itself.
 bool BlasHeldToOneThread();
+
+// Runs item(0) ... item(n - 1), independent pieces of work (one generation's attention, one
+// generation's step), spread over the intra-op threads when `spread` and n > 1: one thread per
+// item at a time, each item's operators on that one thread (ATen runs parallel work nested in a
+// parallel region serially), so a batch of small items keeps every core busy instead of waking
+// the pool for each tiny operator. Otherwise one after the other on the calling thread. Items run
+// under InferenceMode when the caller does (the pool's threads do not inherit it). The first
+// exception an item throws is rethrown once all have run; catch inside `item` to keep going.
+void ForEachItem(std::int64_t n, bool spread, const std::function<void(std::int64_t)>& item);
 
 }  // namespace unmask::model

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/model/threading.h"
 #include "common/sampler/fast_sampler.h"
 #include "common/sampler/reference_sampler.h"
 
@@ -61,8 +62,11 @@ std::vector<StatusOr<at::Tensor>> Forwards(const model::LladaModel& model, const
 
 }  // namespace
 
-std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, const std::vector<StepSampler*>& samplers) {
+std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, const std::vector<StepSampler*>& samplers,
+                                              StepTiming* timing) {
   c10::InferenceMode inference;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   std::vector<StatusOr<StepEvent>> events(samplers.size(), StatusOr<StepEvent>(InternalError("step not run")));
   std::vector<StepSampler*> packed;
   std::vector<std::size_t> where;
@@ -78,16 +82,22 @@ std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, co
   }
   if (segments.empty()) return events;
   std::vector<StatusOr<at::Tensor>> hidden = Forwards(model, packed, segments);
-  for (std::size_t i = 0; i < packed.size(); ++i) {
+  const auto forwarded = Clock::now();
+  // Each sampler's step is its own (its tensors, its generator): they run side by side.
+  model::ForEachItem(static_cast<std::int64_t>(packed.size()), model.device().is_cpu(), [&](std::int64_t i) {
     if (!hidden[i].ok()) {
       events[where[i]] = hidden[i].status();
-      continue;
+      return;
     }
     try {
       events[where[i]] = packed[i]->FinishStep(*hidden[i]);
     } catch (const std::exception& e) {
       events[where[i]] = StepError(*packed[i], e);
     }
+  });
+  if (timing != nullptr) {
+    timing->forward_seconds = std::chrono::duration<double>(forwarded - start).count();
+    timing->finish_seconds = std::chrono::duration<double>(Clock::now() - forwarded).count();
   }
   return events;
 }

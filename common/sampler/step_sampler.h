@@ -59,8 +59,15 @@ StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(const model::LladaModel&
 // their NextForward segments in one HiddenPacked, then each one's FinishStep. Per sampler, in
 // order: its step's event, or its error. A failure stays with its sampler: when the packed
 // forward throws, each segment runs alone so that only the ones that fail alone fail (Internal,
-// prefixed with the sampler's mode); the others' steps are what they would have been.
-std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, const std::vector<StepSampler*>& samplers);
+// prefixed with the sampler's mode); the others' steps are what they would have been. On the
+// CPU the samplers' FinishSteps run spread over the intra-op threads (model::ForEachItem).
+// `timing`, when given, receives where the step's time went.
+struct StepTiming {
+  double forward_seconds = 0;  // NextForward and the packed forward
+  double finish_seconds = 0;   // the samplers' FinishSteps
+};
+std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, const std::vector<StepSampler*>& samplers,
+                                              StepTiming* timing = nullptr);
 
 // Drives `sampler` alone to the end, reporting every step to `on_step`. Cancelled ("generation
 // cancelled after step N") when the callback says stop; LibTorch errors as Internal, prefixed
