@@ -1,16 +1,19 @@
 // n > 1 end to end: the real loader, executor and scheduler (tiny-llada) and a client calling
 // the gRPC API as any gRPC client does. n sampled choices of one prompt are the single requests
 // with seeds seed, seed + 1, ...; a choice that fails (cancelled) ends alone while the others
-// complete; the `unmask` CLI's --n.
+// complete; over streamed HTTP its error ends the stream and names it, and the choices nobody
+// reads any more are cancelled; the `unmask` CLI's --n.
 #include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "tests/e2e/stack.h"
 #include "unmask/v1/scheduler.grpc.pb.h"
@@ -77,7 +80,7 @@ class ChoicesEndToEndTest : public ::testing::Test {
     stack_.StartLoader();
     stack_.StartExecutor();
     // One job at a time on the executor: a second choice waits in the scheduler's queue.
-    scheduler_ = stack_.StartScheduler({"--per-executor-limit", "1"});
+    scheduler_ = stack_.StartScheduler({"--per-executor-limit", "1", "--http-port", "0"});
     stub_ = v1::Scheduler::NewStub(
         grpc::CreateChannel(stack_.scheduler_address(scheduler_), grpc::InsecureChannelCredentials()));
   }
@@ -127,6 +130,80 @@ TEST_F(ChoicesEndToEndTest, AChoiceThatFailsEndsAloneAndTheOthersComplete) {
   EXPECT_TRUE(choices.at(1).ids.empty());
   EXPECT_EQ(choices.at(0).failed_code, -1);
   EXPECT_EQ(choices.at(0).ids.size(), 32u);
+}
+
+// The data lines of a Server-Sent Events body, each parsed as JSON ("[DONE]" as the string).
+std::vector<nlohmann::json> SseData(const std::string& body) {
+  std::vector<nlohmann::json> out;
+  std::stringstream in(body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    const std::string data = line.substr(6);
+    out.push_back(data == "[DONE]" ? nlohmann::json(data) : nlohmann::json::parse(data, nullptr, false));
+  }
+  return out;
+}
+
+TEST_F(ChoicesEndToEndTest, AFailedChoiceEndsTheHttpStreamWithAnErrorNamingIt) {
+  const int http_port = HttpPort(stack_.scheduler(scheduler_));
+  ASSERT_GT(http_port, 0) << stack_.scheduler(scheduler_).output();
+  httplib::Client client("127.0.0.1", http_port);
+  client.set_read_timeout(120);
+  const nlohmann::json body = {{"model", "tiny-llada"}, {"prompt", "In the beginning"}, {"max_tokens", 32},
+                               {"temperature", 1.0},    {"seed", 5},                     {"n", 2},
+                               {"stream", true}};
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = body.dump();
+  // As each choice's first chunk arrives, its job id is read; choice 1 (queued behind choice 0:
+  // one job at a time) is cancelled through the gRPC API as soon as it is known.
+  std::string received, cancelled;
+  std::map<int, std::string> job_ids;
+  req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+    received.append(data, n);
+    for (const auto& chunk : SseData(received)) {
+      if (!chunk.is_object() || !chunk.contains("choices") || chunk["choices"].empty()) continue;
+      const auto& choice = chunk["choices"][0];
+      const std::string job = chunk.value("unmask", nlohmann::json::object()).value("job_id", "");
+      if (!job.empty()) job_ids[choice.value("index", -1)] = job;
+    }
+    if (job_ids.count(1) && cancelled.empty()) {
+      cancelled = job_ids[1];
+      grpc::ClientContext ctx;
+      v1::CancelJobRequest cancel;
+      cancel.set_job_id(cancelled);
+      v1::CancelJobResponse state;
+      EXPECT_TRUE(stub_->CancelJob(&ctx, cancel, &state).ok());
+    }
+    return true;
+  };
+  httplib::Result res = client.send(req);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << received;
+  ASSERT_FALSE(cancelled.empty()) << "choice 1's job id never arrived:\n" << received;
+  const std::vector<nlohmann::json> events = SseData(received);
+  ASSERT_FALSE(events.empty());
+  const nlohmann::json& last = events.back();
+  ASSERT_TRUE(last.is_object() && last.contains("error")) << received;
+  const std::string message = last["error"].value("message", "");
+  EXPECT_THAT(message, HasSubstr("choice 1 (job " + cancelled + ")")) << received;
+  EXPECT_THAT(message, HasSubstr("cancel")) << received;
+  // The stream has ended, so nobody reads choice 0 any more: its job is cancelled rather than run
+  // to the end for no one (over gRPC, where the stream goes on, it completes: the test above).
+  ASSERT_TRUE(job_ids.count(0)) << received;
+  std::string state;
+  for (int i = 0; i < 600 && state != "cancelled"; ++i) {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest get;
+    get.set_job_id(job_ids[0]);
+    v1::JobInfo info;
+    ASSERT_TRUE(stub_->GetJob(&ctx, get, &info).ok());
+    state = info.state();
+    if (state != "cancelled") std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(state, "cancelled");
 }
 
 TEST_F(ChoicesEndToEndTest, TheCliTakesN) {
