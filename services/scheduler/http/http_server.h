@@ -29,7 +29,10 @@ struct HttpServerOptions {
   std::string host = "0.0.0.0";
   int port = 0;  // 0 picks a free port
   std::size_t max_body_bytes = 4u << 20;
-  int threads = 32;  // requests served at once (a streamed request holds one for its whole job)
+  // Requests served at once (a streamed request holds one for its whole job): well above the
+  // streams a scheduler queues and runs, so that --max-queue, not the thread count, decides what
+  // is refused (a thread that waits costs a little memory and no CPU).
+  int threads = 256;
   std::optional<tls::ServerTlsMaterial> tls;  // HTTPS (and mutual TLS); std::nullopt: plain HTTP
 };
 
