@@ -1,73 +1,44 @@
 #include "common/checkpoint/llada_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "common/checkpoint/config_fields.h"
+#include "common/checkpoint/moe_config.h"
 
 namespace unmask::checkpoint {
 namespace {
 
 using nlohmann::json;
-
-// Upper bounds on the sizes a config.json may give, far above any LLaDA-style model, so that
-// every product the loader and the memory model compute (parameter counts, tensor byte sizes)
-// fits in 64 bits and a hostile config cannot make them allocate the impossible.
-constexpr std::int64_t kMaxDModel = 1 << 20;  // also bounds n_heads, n_kv_heads
-constexpr std::int64_t kMaxMlpHiddenSize = 1 << 22;
-constexpr std::int64_t kMaxLayers = 4096;
-constexpr std::int64_t kMaxVocab = 1 << 24;  // vocab_size and embedding_size
-constexpr std::int64_t kMaxSequence = 1 << 24;  // max_sequence_length
-
-template <typename T>
-Status ReadField(const json& j, const char* key, T& out, const std::string& source, bool required) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return required ? InvalidArgumentError(source + ": missing field '" + key + "'") : OkStatus();
-  }
-  try {
-    if constexpr (std::is_same_v<T, bool>) {
-      if (!it->is_boolean()) throw std::runtime_error("");
-    } else if constexpr (std::is_integral_v<T>) {
-      if (!it->is_number_integer()) throw std::runtime_error("");
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (!it->is_number()) throw std::runtime_error("");
-    } else {
-      if (!it->is_string()) throw std::runtime_error("");
-    }
-    out = it->get<T>();
-  } catch (const std::exception&) {
-    return InvalidArgumentError(source + ": field '" + key + "' has the wrong type");
-  }
-  return OkStatus();
-}
-
-// A feature that must be off (or equal a fixed value): refused by name, never ignored.
-template <typename T>
-Status Refuse(const json& j, const char* key, const T& supported, const std::string& source,
-              const char* why) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return OkStatus();
-  // Compared as JSON values: it->get<T>() of a number out of T's range (a block_group_size of
-  // 1e20 read as int) is undefined behaviour, found by fuzz/config_json_fuzz.cc.
-  if (*it != json(supported)) {
-    return UnimplementedError(source + ": '" + key + "' = " + it->dump() + " is not supported (" + why + ")");
-  }
-  return OkStatus();
-}
-
-// A size that must be in [1, max]: "must be positive" below, "exceeds the supported maximum" above.
-Status InRange(const char* name, std::int64_t v, std::int64_t max, const std::string& source) {
-  if (v <= 0) return InvalidArgumentError(source + ": '" + name + "' must be positive, got " + std::to_string(v));
-  if (v > max) {
-    return InvalidArgumentError(source + ": '" + name + "' = " + std::to_string(v) + " exceeds the supported maximum of " +
-                                std::to_string(max));
-  }
-  return OkStatus();
-}
+using config_fields::InRange;
+using config_fields::ReadField;
+using config_fields::Refuse;
+using config_fields::kMaxDModel;
+using config_fields::kMaxLayers;
+using config_fields::kMaxMlpHiddenSize;
+using config_fields::kMaxSequence;
+using config_fields::kMaxVocab;
 
 }  // namespace
 
+const char* ArchitectureName(Architecture a) {
+  switch (a) {
+    case Architecture::kLlada: return "LLaDAModelLM";
+    case Architecture::kLladaMoe: return "LLaDAMoEModelLM";
+    case Architecture::kLlada2Moe: return "LLaDA2MoeModelLM";
+  }
+  return "unknown";
+}
+
+std::int64_t LladaConfig::rotary_dim() const {
+  if (partial_rotary_factor <= 0) return 0;
+  return static_cast<std::int64_t>(std::trunc(static_cast<double>(head_dim()) * partial_rotary_factor));
+}
+
 std::int64_t LladaConfig::parameter_count() const {
+  if (architecture != Architecture::kLlada) return MoeFamilyParameterCount(*this);
   std::int64_t kv = n_kv_heads * head_dim();
   std::int64_t per_layer = 2 * d_model + d_model * d_model * 2 + 2 * d_model * kv + 3 * d_model * mlp_hidden_size;
   std::int64_t total = embedding_size * d_model + n_layers * per_layer + d_model;
@@ -78,6 +49,8 @@ std::int64_t LladaConfig::parameter_count() const {
 StatusOr<LladaConfig> LladaConfig::FromJsonText(const std::string& text, const std::string& source) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgumentError(source + ": not well-formed JSON");
+  UNMASK_ASSIGN_OR_RETURN(Architecture arch, ArchitectureOf(j, source));
+  if (arch != Architecture::kLlada) return ParseMoeFamilyConfig(j, arch, source);
   LladaConfig c;
   UNMASK_RETURN_IF_ERROR(ReadField(j, "d_model", c.d_model, source, true));
   UNMASK_RETURN_IF_ERROR(ReadField(j, "n_heads", c.n_heads, source, true));
@@ -151,10 +124,17 @@ StatusOr<LladaConfig> LladaConfig::FromFile(const std::string& path) {
   if (!in) return NotFoundError(path + ": cannot open");
   std::stringstream buf;
   buf << in.rdbuf();
-  return FromJsonText(buf.str(), path);
+  UNMASK_ASSIGN_OR_RETURN(LladaConfig c, FromJsonText(buf.str(), path));
+  if (c.architecture != Architecture::kLlada) {
+    const std::size_t slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    UNMASK_RETURN_IF_ERROR(FillSpecialTokenIds(dir, c));
+  }
+  return c;
 }
 
 std::string LladaConfig::ToJsonText() const {
+  if (architecture != Architecture::kLlada) return MoeFamilyToJsonText(*this);
   json j = {
       {"architectures", {"LLaDAModelLM"}}, {"model_type", "llada"}, {"activation_type", "silu"},
       {"alibi", false}, {"attention_layer_norm", false}, {"bias_for_layer_norm", false},
@@ -172,6 +152,7 @@ std::string LladaConfig::ToJsonText() const {
 }
 
 std::vector<ExpectedTensor> ExpectedTensors(const LladaConfig& c) {
+  if (c.architecture != Architecture::kLlada) return MoeFamilyExpectedTensors(c);
   const std::string p = "model.transformer.";
   const std::int64_t kv = c.n_kv_heads * c.head_dim();
   std::vector<ExpectedTensor> out;

@@ -37,6 +37,31 @@ struct ForwardPhases {
   u64 scores = 0;                          // the scores part of attention
 };
 
+// The MLP phase of a MoE layer (common/model/moe.cc) over n = b·seq rows with k = top_k slots
+// each, on top of `base` (the block's locals): the router's logits and float32 probabilities
+// (3·n·E·4), the routed rows gathered (n·k·d·s), the experts' outputs and their concatenation
+// (2·n·k·d·s), the mixing (LLaDA2: outputs back in slot order, a float32 copy and the product,
+// n·k·d·(s + 8); LLaDA-MoE: the weighted outputs, n·k·d·s), one expert's gate, up and product at
+// a time over at most n rows (3·n·m·s), and the shared expert's (3·n·m_shared·s). Not yet
+// checked against measured peaks.
+u64 MoeMlpBytes(const checkpoint::LladaConfig& c, u64 b, u64 seq, u64 s, u64 base) {
+  const u64 n = Mul({b, seq}), d = AtLeast1(c.d_model), k = AtLeast1(c.moe.top_k);
+  const u64 slots = Mul({n, k, d});
+  const bool llada2 = c.architecture == checkpoint::Architecture::kLlada2Moe;
+  const u64 mixing = llada2 ? Mul({slots, s + 2 * kF32}) : Mul({slots, s});
+  const u64 shared = c.moe.shared_hidden_size > 0 ? Mul({3, n, static_cast<u64>(c.moe.shared_hidden_size), s}) : 0;
+  return Add({base, Mul({3, n, AtLeast1(c.moe.num_experts), kF32}), Mul({3, slots, s}), mixing,
+              Mul({3, n, AtLeast1(c.moe.expert_hidden_size), s}), shared});
+}
+
+bool HasDenseMlp(const checkpoint::LladaConfig& c) {
+  if (c.architecture == checkpoint::Architecture::kLlada) return true;
+  for (std::int64_t i = 0; i < c.n_layers; ++i) {
+    if (!c.moe.is_moe_layer(i)) return true;
+  }
+  return false;
+}
+
 // One layer of a forward over `rows` = L positions of a batch of `b` (already doubled for cfg).
 // kv_in_cache: K/V of the layer go into the cache (counted there, not here).
 ForwardPhases ForwardLayer(const checkpoint::LladaConfig& c, u64 b, u64 seq, u64 s, std::int64_t chunk,
@@ -64,8 +89,10 @@ ForwardPhases ForwardLayer(const checkpoint::LladaConfig& c, u64 b, u64 seq, u64
   p.attention = std::max(scores_phase, concat_phase);
 
   // x, q, attention output, residual, normed input, ff_out output and the sum (7 hidden-sized),
-  // k and v, then gate, up and gate * up.
-  p.mlp = Add({Mul({7, hidden}), kv_live, Mul({3, b, seq, mlp, s})});
+  // k and v, then gate, up and gate * up; a MoE layer's block instead where that is larger.
+  const u64 locals = Add({Mul({7, hidden}), kv_live});
+  p.mlp = HasDenseMlp(c) ? Add({locals, Mul({3, b, seq, mlp, s})}) : 0;
+  if (c.moe.num_experts > 0) p.mlp = std::max(p.mlp, MoeMlpBytes(c, b, seq, s, locals));
   return p;
 }
 

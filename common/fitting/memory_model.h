@@ -29,6 +29,9 @@
 //      noise      temperature > 0: logits + five float64 arrays of B·R·V (logits as float64,
 //                 uniform noise, log, negation, power; then exp and the quotient)
 //      softmax    logits, softmax probabilities, and the float64 noisy logits when temperature > 0
+//    On a MoE layer (LLaDA-MoE, LLaDA2.x) the mlp phase is the routed block instead where that
+//    is larger: top_k copies of the rows (gathered, expert outputs, mixed) plus one expert's and
+//    the shared expert's gate/up/product (memory_model.cc, MoeMlpBytes; not yet measured).
 //  - persistent: the KV cache of prefix_cache / dual_cache, 2 · layers · B' · kv · L · s (filled
 //    by a full forward at the start of every block, which is the peak step of those modes; the
 //    segment steps in between run fewer query rows against the same cache and need less).

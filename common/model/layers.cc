@@ -41,10 +41,31 @@ at::Tensor ApplyRotaryRows(const at::Tensor& x, const at::Tensor& cos, const at:
   return ((xf * cos) + (RotateHalf(xf) * sin)).to(x.scalar_type());
 }
 
+at::Tensor ApplyPartialRotaryRows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                                  std::int64_t rotary_dim) {
+  const std::int64_t hd = x.size(-1);
+  if (rotary_dim >= hd) return ApplyRotaryRows(x, cos, sin);
+  if (rotary_dim <= 0) return x;
+  return at::cat({ApplyRotaryRows(x.narrow(-1, 0, rotary_dim), cos, sin), x.narrow(-1, rotary_dim, hd - rotary_dim)},
+                 -1);
+}
+
 at::Tensor KeyPaddingBias(const at::Tensor& attention_mask) {
   if (!attention_mask.defined()) return at::Tensor();
   at::Tensor m = attention_mask.to(at::kFloat);
   return ((1.0 - m) * std::numeric_limits<float>::lowest()).view({m.size(0), 1, 1, m.size(1)});
+}
+
+at::Tensor WithBlockCausalBias(const at::Tensor& key_bias, std::int64_t query_offset, std::int64_t queries,
+                               std::int64_t keys, std::int64_t block, c10::Device device) {
+  const auto i64 = at::TensorOptions().dtype(at::kLong).device(device);
+  const at::Tensor query_block = at::div(at::arange(query_offset, query_offset + queries, i64), block, "floor");
+  const at::Tensor key_block = at::div(at::arange(keys, i64), block, "floor");
+  const at::Tensor later = key_block.unsqueeze(0) > query_block.unsqueeze(1);  // [Tq, Tk]
+  const at::Tensor bias = at::zeros({queries, keys}, at::TensorOptions().dtype(at::kFloat).device(device))
+                              .masked_fill(later, std::numeric_limits<float>::lowest())
+                              .view({1, 1, queries, keys});
+  return key_bias.defined() ? at::minimum(key_bias, bias) : bias;
 }
 
 namespace {
@@ -71,7 +92,9 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k_in, const at::Tens
   std::vector<at::Tensor> parts;
   for (std::int64_t start = 0; start < tq; start += query_chunk) {
     const auto n = std::min(query_chunk, tq - start);
-    parts.push_back(AttentionRows(q.narrow(2, start, n), k, v, key_bias, scale));
+    const bool per_query = key_bias.defined() && key_bias.size(2) > 1;  // block-causal: rows of the chunk
+    const at::Tensor bias = per_query ? key_bias.narrow(2, start, n) : key_bias;
+    parts.push_back(AttentionRows(q.narrow(2, start, n), k, v, bias, scale));
   }
   return at::cat(parts, 2);
 }

@@ -21,9 +21,14 @@ RotaryTables MakeRotaryTables(std::int64_t length, std::int64_t head_dim, double
 // positions (cos, sin: [N, 1, head_dim], rows of a RotaryTables' tables) and returns them in
 // their own dtype. Each element's result depends only on its own value and position.
 at::Tensor ApplyRotaryRows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+// Partial RoPE (LLaDA-MoE, LLaDA2): ApplyRotaryRows on the first `rotary_dim` dims of each head
+// (cos, sin: [N, 1, rotary_dim], tables made for rotary_dim), the other dims unchanged.
+at::Tensor ApplyPartialRotaryRows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                                  std::int64_t rotary_dim);
 
 // Bidirectional attention. q: [B, H, Tq, hd]; k, v: [B, Hkv, Tk, hd] with H % Hkv == 0.
-// key_bias: [B, 1, 1, Tk] additive float bias (0 or a large negative number) or undefined.
+// key_bias: [B, 1, 1, Tk] additive float bias (0 or a large negative number), [B or 1, 1, Tq, Tk]
+// when it differs per query (block-causal), or undefined.
 // query_chunk > 0 bounds the score matrix to query_chunk x Tk per head.
 at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& key_bias, std::int64_t query_chunk);
@@ -31,5 +36,13 @@ at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 // [B, Tk] mask (nonzero = attend) -> [B, 1, 1, Tk] float bias with finfo(float).min where masked;
 // undefined in, undefined out.
 at::Tensor KeyPaddingBias(const at::Tensor& attention_mask);
+
+// LLaDA2's block-causal mask as an additive bias [1, 1, Tq, Tk]: the query at absolute position
+// p (queries at query_offset .. query_offset + Tq - 1, keys at 0 .. Tk - 1) sees the keys of
+// blocks <= its own, blocks of `block` positions counted from position 0; finfo(float).min
+// elsewhere. Combined with `key_bias` ([B, 1, 1, Tk] or undefined) by the minimum, so a key both
+// padded and in a later block stays finite.
+at::Tensor WithBlockCausalBias(const at::Tensor& key_bias, std::int64_t query_offset, std::int64_t queries,
+                               std::int64_t keys, std::int64_t block, c10::Device device);
 
 }  // namespace unmask::model

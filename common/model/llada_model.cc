@@ -29,7 +29,7 @@ StatusOr<std::unique_ptr<LladaModel>> LladaModel::FromSegment(std::shared_ptr<co
 LladaModel::LladaModel(checkpoint::LladaConfig config, LladaWeights weights, ModelOptions options,
                        c10::Device device)
     : config_(std::move(config)), weights_(std::move(weights)), options_(std::move(options)), device_(device),
-      rope_(MakeRotaryTables(std::max<std::int64_t>(1, config_.max_sequence_length), config_.head_dim(),
+      rope_(MakeRotaryTables(std::max<std::int64_t>(1, config_.max_sequence_length), config_.rotary_dim(),
                              config_.rope_theta, device_)) {}
 
 at::ScalarType LladaModel::compute_dtype() const { return ToScalarType(options_.precision); }

@@ -1,5 +1,9 @@
 // The LLaDA transformer (mask predictor): bidirectional attention with RoPE, grouped KV heads,
-// SwiGLU MLP, RMSNorm, computed in float32, bfloat16 or float16.
+// SwiGLU MLP, RMSNorm, computed in float32, bfloat16 or float16. The same class computes the
+// mixture-of-experts members of the family (config().architecture): LLaDA-MoE (QK-norm, partial
+// RoPE, MoE blocks with a shared expert) and LLaDA2.x (also fused QKV, an explicit head_dim and,
+// through PackedSegment::causal_block, block-causal attention), so that every sampler and service
+// takes them unchanged.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -65,6 +69,9 @@ class LladaModel : public ModelBackend {
   struct PackedRotary;
   std::vector<SegmentPlan> PlanSegments(const std::vector<PackedSegment>& segments) const;
   PackedRotary RotaryRows(const std::vector<PackedSegment>& segments, const std::vector<SegmentPlan>& plans) const;
+  // q or k rows [N, heads, head_dim] rotated by their rows of `rope` (all dims, or the first
+  // rotary_dim of each head); unchanged without rotary dims.
+  at::Tensor RotateRows(const at::Tensor& x, const PackedRotary& rope) const;
   at::Tensor SegmentAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const PackedSegment& seg,
                               const SegmentPlan& plan, std::size_t layer) const;
   at::Tensor PackedBlock(const LladaBlockWeights& blk, const at::Tensor& x, const std::vector<PackedSegment>& segments,

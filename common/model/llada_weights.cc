@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <unordered_map>
 
 #include "common/model/small_gemm.h"
 #include "common/model/torch_util.h"
+#include "common/model/weight_readers.h"
 #include "common/segment/weight_view.h"
 
 namespace unmask::model {
@@ -19,14 +21,11 @@ at::ScalarType StoredScalarType(checkpoint::DType dtype) {
   }
 }
 
-// `keep_stored`: a tensor the model may use in its storage type (a linear layer's weight, the
-// embedding table), so that a bf16 store computed in fp32 on the CPU is not copied (TensorOver).
-using DenseReader = std::function<StatusOr<at::Tensor>(const std::string& name, bool keep_stored)>;
-using LinearReader = std::function<StatusOr<Linear>(const std::string& name)>;
-
 // Puts the tensors of a LLaDA model together from whatever stores them.
-StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const DenseReader& dense,
-                                const LinearReader& linear) {
+StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const WeightReaders& read) {
+  if (config.architecture != checkpoint::Architecture::kLlada) return AssembleMoeFamily(config, read);
+  const auto& dense = read.dense;
+  const auto& linear = read.linear;
   LladaWeights w;
   const std::string p = "model.transformer.";
   UNMASK_ASSIGN_OR_RETURN(w.wte, dense(p + "wte.weight", /*keep_stored=*/true));
@@ -90,17 +89,20 @@ StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
   UNMASK_ASSIGN_OR_RETURN(at::Device device, ParseDevice(options.device));
   const at::ScalarType compute = ToScalarType(options.precision);
   bool any_view = false;
-  DenseReader dense = [&](const std::string& name, bool keep_stored) -> StatusOr<at::Tensor> {
+  auto read_as = [&](const std::string& name, at::ScalarType dtype, bool keep_stored) -> StatusOr<at::Tensor> {
     UNMASK_ASSIGN_OR_RETURN(checkpoint::TensorRef ref, ckpt->Find(name));
-    return TensorOver(ref.data(), ref.info->shape, StoredScalarType(ref.info->dtype), compute, device, any_view,
+    return TensorOver(ref.data(), ref.info->shape, StoredScalarType(ref.info->dtype), dtype, device, any_view,
                       keep_stored);
   };
-  LinearReader linear = [&](const std::string& name) -> StatusOr<Linear> {
-    UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name, true));
+  WeightReaders read;
+  read.dense = [&](const std::string& name, bool keep_stored) { return read_as(name, compute, keep_stored); };
+  read.float32 = [&](const std::string& name) { return read_as(name, at::kFloat, false); };
+  read.linear = [&](const std::string& name) -> StatusOr<Linear> {
+    UNMASK_ASSIGN_OR_RETURN(at::Tensor t, read.dense(name, true));
     return Linear(t);
   };
   try {
-    UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, dense, linear));
+    UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, read));
     if (any_view) w.backing = ckpt;
     return w;
   } catch (const std::exception& e) {
@@ -118,27 +120,32 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
   const std::uint8_t* region =
       device.is_cuda() ? segment->device_region(device.has_index() ? device.index() : 0) : nullptr;
   auto on_device = [&](std::uint64_t offset) { return region == nullptr ? nullptr : region + offset; };
+  // A map, not a scan per tensor: a MoE model has tens of thousands of tensors.
+  std::unordered_map<std::string, std::vector<std::int64_t>> expected_shapes;
+  for (auto& expected : checkpoint::ExpectedTensors(config)) expected_shapes[expected.name] = std::move(expected.shape);
   auto check_shape = [&](const weights::TensorView& v, const std::string& name) -> Status {
-    for (const auto& expected : checkpoint::ExpectedTensors(config)) {
-      if (expected.name == name && expected.shape != v.shape())
-        return DataLossError("segment " + segment->segment().name() + ": tensor '" + name +
-                             "' does not have the shape config.json implies");
-    }
+    auto it = expected_shapes.find(name);
+    if (it != expected_shapes.end() && it->second != v.shape())
+      return DataLossError("segment " + segment->segment().name() + ": tensor '" + name +
+                           "' does not have the shape config.json implies");
     return OkStatus();
   };
-  DenseReader dense = [&](const std::string& name, bool keep_stored) -> StatusOr<at::Tensor> {
+  auto read_as = [&](const std::string& name, at::ScalarType dtype, bool keep_stored) -> StatusOr<at::Tensor> {
     UNMASK_ASSIGN_OR_RETURN(weights::TensorView v, segment->Find(name));
     UNMASK_RETURN_IF_ERROR(check_shape(v, name));
     if (v.entry->quantized())
       return UnimplementedError("tensor '" + name + "' is quantized; only linear layers may be");
-    return TensorOver(v.data, v.shape(), StoredScalarType(v.dtype()), compute, device, any_view, keep_stored,
+    return TensorOver(v.data, v.shape(), StoredScalarType(v.dtype()), dtype, device, any_view, keep_stored,
                       on_device(v.entry->offset));
   };
-  LinearReader linear = [&](const std::string& name) -> StatusOr<Linear> {
+  WeightReaders read;
+  read.dense = [&](const std::string& name, bool keep_stored) { return read_as(name, compute, keep_stored); };
+  read.float32 = [&](const std::string& name) { return read_as(name, at::kFloat, false); };
+  read.linear = [&](const std::string& name) -> StatusOr<Linear> {
     UNMASK_ASSIGN_OR_RETURN(weights::TensorView v, segment->Find(name));
     UNMASK_RETURN_IF_ERROR(check_shape(v, name));
     if (!v.entry->quantized()) {
-      UNMASK_ASSIGN_OR_RETURN(at::Tensor t, dense(name, true));
+      UNMASK_ASSIGN_OR_RETURN(at::Tensor t, read.dense(name, true));
       return Linear(t);
     }
     any_view = true;
@@ -148,7 +155,7 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
     return Linear::Quantized(v, compute);
   };
   try {
-    UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, dense, linear));
+    UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, read));
     if (any_view) w.backing = segment;
     return w;
   } catch (const std::exception& e) {
@@ -158,9 +165,10 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
 
 StatusOr<Precision> CheckpointPrecision(const std::string& dir) {
   // config.json first, as loading does: a directory that is no checkpoint is named by it.
-  UNMASK_RETURN_IF_ERROR(checkpoint::LladaConfig::FromFile(dir + "/config.json").status());
+  UNMASK_ASSIGN_OR_RETURN(auto config, checkpoint::LladaConfig::FromFile(dir + "/config.json"));
   UNMASK_ASSIGN_OR_RETURN(auto ckpt, checkpoint::Checkpoint::Open(dir));
-  UNMASK_ASSIGN_OR_RETURN(checkpoint::TensorRef ref, ckpt->Find("model.transformer.wte.weight"));
+  // The embedding table comes first in every architecture's tensor list.
+  UNMASK_ASSIGN_OR_RETURN(checkpoint::TensorRef ref, ckpt->Find(checkpoint::ExpectedTensors(config).front().name));
   switch (ref.info->dtype) {
     case checkpoint::DType::kBF16: return Precision::kBFloat16;
     case checkpoint::DType::kF16: return Precision::kFloat16;

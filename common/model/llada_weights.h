@@ -1,4 +1,7 @@
-// The tensors of a LLaDA model, in the compute dtype and on the compute device.
+// The tensors of a LLaDA-family model, in the compute dtype and on the compute device. LLaDA-MoE
+// and LLaDA2.x tensors (Hugging Face names) are mapped onto the same fields: their fused QKV is
+// split by rows into q/k/v at load (views, no copy), their dense MLP layers fill ff_proj / up_proj /
+// ff_out, and their MoE layers fill `moe` instead.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -9,6 +12,7 @@
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/llada_config.h"
 #include "common/model/linear.h"
+#include "common/model/moe.h"
 #include "common/model/model_options.h"
 #include "common/util/status.h"
 
@@ -21,7 +25,9 @@ namespace unmask::model {
 struct LladaBlockWeights {
   at::Tensor attn_norm, ff_norm;  // [d_model]
   Linear q_proj, k_proj, v_proj, attn_out;
-  Linear ff_proj, up_proj, ff_out;  // ff_proj is the SwiGLU gate
+  Linear ff_proj, up_proj, ff_out;  // ff_proj is the SwiGLU gate (unset on MoE layers)
+  at::Tensor q_norm, k_norm;        // [head_dim]: QK-norm weights, undefined when the model has none
+  MoeWeights moe;                   // a MoE layer's block in place of the dense MLP; empty otherwise
 };
 
 struct LladaWeights {

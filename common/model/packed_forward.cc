@@ -9,6 +9,7 @@
 
 #include "common/model/layers.h"
 #include "common/model/llada_model.h"
+#include "common/model/moe.h"
 #include "common/model/threading.h"
 
 namespace unmask::model {
@@ -20,9 +21,9 @@ struct LladaModel::SegmentPlan {
   at::Tensor key_bias;
 };
 
-// The rotary table rows of every packed row, [N, 1, head_dim] each: all segments are rotated at
-// once. Every position's values come from one table of the model's whole context, so a row gets
-// the same values whatever else is packed with it.
+// The rotary table rows of every packed row, [N, 1, rotary_dim] each (undefined without rotary
+// dims): all segments are rotated at once. Every position's values come from one table of the
+// model's whole context, so a row gets the same values whatever else is packed with it.
 struct LladaModel::PackedRotary {
   at::Tensor cos, sin;
 };
@@ -33,6 +34,7 @@ void CheckSegment(const PackedSegment& seg, std::size_t index, std::size_t layer
   const std::string which = "HiddenPacked: segment " + std::to_string(index);
   TORCH_CHECK(seg.ids.defined() && seg.ids.dim() == 2 && seg.ids.size(0) > 0 && seg.ids.size(1) > 0, which,
               ": ids must be [rows, tokens] with both > 0");
+  TORCH_CHECK(seg.causal_block >= 0, which, ": causal_block must not be negative");
   if (seg.whole) {
     TORCH_CHECK(!seg.attention_mask.defined() || seg.attention_mask.sizes() == seg.ids.sizes(), which,
                 ": attention_mask must have the ids' shape");
@@ -70,6 +72,11 @@ std::vector<LladaModel::SegmentPlan> LladaModel::PlanSegments(const std::vector<
       cache->key_bias = KeyPaddingBias(seg.attention_mask);
     }
     plan.key_bias = seg.whole ? KeyPaddingBias(seg.attention_mask) : seg.cache->key_bias;
+    if (seg.causal_block > 0) {
+      const std::int64_t keys = seg.whole ? plan.tokens : seg.cache->length;
+      plan.key_bias = WithBlockCausalBias(plan.key_bias, seg.whole ? 0 : seg.offset, plan.tokens, keys,
+                                          seg.causal_block, device_);
+    }
   }
   return plans;
 }
@@ -85,14 +92,21 @@ LladaModel::PackedRotary LladaModel::RotaryRows(const std::vector<PackedSegment>
     }
     longest = std::max(longest, first + plans[j].tokens);
   }
+  const std::int64_t rd = config_.rotary_dim();
+  if (rd == 0) return {};  // LLaDA-MoE's partial_rotary_factor <= 0: no RoPE at all
   RotaryTables tables = rope_;
   if (longest > tables.cos.size(2))  // past the context the config states: a longer table
-    tables = MakeRotaryTables(longest, config_.head_dim(), config_.rope_theta, device_);
+    tables = MakeRotaryTables(longest, rd, config_.rope_theta, device_);
   const at::Tensor index =
       at::tensor(positions, at::TensorOptions().dtype(at::kLong)).to(device_);
-  const std::int64_t hd = config_.head_dim();
-  return {tables.cos.view({-1, hd}).index_select(0, index).unsqueeze(1),
-          tables.sin.view({-1, hd}).index_select(0, index).unsqueeze(1)};
+  return {tables.cos.view({-1, rd}).index_select(0, index).unsqueeze(1),
+          tables.sin.view({-1, rd}).index_select(0, index).unsqueeze(1)};
+}
+
+at::Tensor LladaModel::RotateRows(const at::Tensor& x, const PackedRotary& rope) const {
+  if (!rope.cos.defined()) return x;
+  const std::int64_t rd = config_.rotary_dim();
+  return rd == x.size(-1) ? ApplyRotaryRows(x, rope.cos, rope.sin) : ApplyPartialRotaryRows(x, rope.cos, rope.sin, rd);
 }
 
 at::Tensor LladaModel::SegmentAttention(const at::Tensor& q2, const at::Tensor& k2, const at::Tensor& v2,
@@ -117,7 +131,7 @@ at::Tensor LladaModel::SegmentAttention(const at::Tensor& q2, const at::Tensor& 
   }
   ScopedAttentionChunk chunk(seg.attention_query_chunk);
   at::Tensor att = Attention(q, k, v, plan.key_bias, ScopedAttentionChunk::Effective(options_.attention_query_chunk));
-  return att.transpose(1, 2).contiguous().view({r * t, config_.d_model});
+  return att.transpose(1, 2).contiguous().view({r * t, config_.q_width()});
 }
 
 at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tensor& x,
@@ -125,8 +139,14 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
                                    const PackedRotary& rope, std::size_t layer) const {
   const std::int64_t n = x.size(0), hd = config_.head_dim();
   at::Tensor h = RmsNorm(x, blk.attn_norm, config_.rms_norm_eps);
-  const at::Tensor q = ApplyRotaryRows(blk.q_proj.Apply(h).view({n, config_.n_heads, hd}), rope.cos, rope.sin);
-  const at::Tensor k = ApplyRotaryRows(blk.k_proj.Apply(h).view({n, config_.n_kv_heads, hd}), rope.cos, rope.sin);
+  at::Tensor q = blk.q_proj.Apply(h).view({n, config_.n_heads, hd});
+  at::Tensor k = blk.k_proj.Apply(h).view({n, config_.n_kv_heads, hd});
+  if (blk.q_norm.defined()) {  // QK-norm over each head's dims, before RoPE
+    q = RmsNorm(q, blk.q_norm, config_.rms_norm_eps);
+    k = RmsNorm(k, blk.k_norm, config_.rms_norm_eps);
+  }
+  q = RotateRows(q, rope);
+  k = RotateRows(k, rope);
   const at::Tensor v = blk.v_proj.Apply(h);
   // Each segment's attention on one thread, the segments spread over the pool: a segment's
   // attention is a few small operators, computed the same way whatever else is packed.
@@ -138,6 +158,7 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
   at::Tensor out = x + blk.attn_out.Apply(att);
 
   h = RmsNorm(out, blk.ff_norm, config_.rms_norm_eps);
+  if (!blk.moe.empty()) return out + MoeForward(config_, blk.moe, h, static_cast<std::int64_t>(layer));
   at::Tensor gate = at::silu(blk.ff_proj.Apply(h));
   return out + blk.ff_out.Apply(gate * blk.up_proj.Apply(h));
 }

@@ -27,6 +27,10 @@ struct PackedSegment {
   // This segment's attention in chunks of this many query rows (the smaller of it and the
   // model's own setting wins, as with ScopedAttentionChunk); 0: the model's setting.
   std::int64_t attention_query_chunk = 0;
+  // 0: bidirectional attention (LLaDA, LLaDA-MoE). Else LLaDA2's block-causal attention: a query
+  // in block i sees the keys of blocks <= i, blocks of this many positions counted from position 0
+  // of the whole sequence (with a cache: of the sequence it was filled from).
+  std::int64_t causal_block = 0;
 };
 
 }  // namespace unmask::model

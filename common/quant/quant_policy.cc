@@ -164,7 +164,37 @@ const char* TensorRoleName(TensorRole role) {
   return "?";
 }
 
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// LLaDA-MoE and LLaDA2.x names (model.layers.N.*). Every expert's and shared expert's projections
+// are MLP layers (quantized per expert). LLaDA2's fused query_key_value stays "other" (16-bit):
+// the model splits it into q/k/v views at load, which packed bytes cannot give. The router and
+// its expert bias stay "other" too: they choose the experts.
+TensorRole ClassifyMoeFamilyTensor(const std::string& name) {
+  if (name == "model.embed_tokens.weight" || name == "model.word_embeddings.weight") return TensorRole::kEmbedding;
+  if (name == "lm_head.weight") return TensorRole::kLmHead;
+  if (name == "model.norm.weight" || EndsWith(name, "layernorm.weight") || EndsWith(name, "_norm.weight"))
+    return TensorRole::kNorm;
+  for (const char* leaf : {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                           "self_attn.o_proj.weight", "attention.dense.weight"}) {
+    if (EndsWith(name, leaf)) return TensorRole::kAttention;
+  }
+  for (const char* leaf : {"gate_proj.weight", "up_proj.weight", "down_proj.weight"}) {
+    if (EndsWith(name, leaf)) return TensorRole::kMlp;
+  }
+  return TensorRole::kOther;
+}
+
+}  // namespace
+
 TensorRole ClassifyTensor(const std::string& name) {
+  if (name.rfind("model.layers.", 0) == 0 || name.rfind("model.embed_tokens.", 0) == 0 ||
+      name.rfind("model.word_embeddings.", 0) == 0 || name == "model.norm.weight" || name == "lm_head.weight")
+    return ClassifyMoeFamilyTensor(name);
   const std::string prefix = "model.transformer.";
   if (name == prefix + "wte.weight") return TensorRole::kEmbedding;
   if (name == prefix + "ff_out.weight") return TensorRole::kLmHead;
@@ -185,6 +215,12 @@ TensorStorage StorageFor(const PrecisionSpec& spec, const std::string& name, con
   const bool linear = role == TensorRole::kAttention || role == TensorRole::kMlp;
   TensorStorage st;
   st.prune = linear && spec.prune_ratio > 0;
+  // A MoE router's expert bias (num_experts floats per layer) decides which experts run: kept in
+  // float32, as published, at every precision.
+  if (EndsWith(name, "expert_bias")) {
+    st.dtype = DType::kF32;
+    return st;
+  }
   switch (spec.precision) {
     case Precision::kFp32:
       st.dtype = DType::kF32;

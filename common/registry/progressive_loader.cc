@@ -45,6 +45,9 @@ class UnlinkUnlessReleased {
 };
 
 std::string ReadConfigText(const Checkpoint& ckpt, const LladaConfig& config) {
+  // LLaDA-MoE / LLaDA2.x config.json files lack the mask and EOS ids (the tokenizer has them):
+  // the parsed config, written back with them, is what the segment carries.
+  if (config.architecture != checkpoint::Architecture::kLlada) return config.ToJsonText();
   std::ifstream in(ckpt.dir() + "/config.json");
   if (!in) return config.ToJsonText();
   std::stringstream buf;

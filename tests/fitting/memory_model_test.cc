@@ -233,6 +233,50 @@ TEST(WeightBytes, OrderedByPrecisionAndCloseToParameterBytes) {
   EXPECT_LT(bytes("int4:head:emb"), int4);
 }
 
+// LLaDA-MoE-7B-A1B as published (64 experts of 1024, top-8, 16 layers, hidden 2048): the weights
+// are its ~7.4 B parameters, nearly all in the experts, and int8 quantizes every expert.
+LladaConfig LladaMoe7B() {
+  std::string layers = "[1";
+  for (int i = 1; i < 16; ++i) layers += ",1";
+  auto c = LladaConfig::FromJsonText(
+      R"({"architectures": ["LLaDAMoEModelLM"], "model_type": "llada", "hidden_size": 2048,
+          "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 16, "vocab_size": 157184,
+          "num_experts": 64, "num_experts_per_tok": 8, "expert_intermediate_size": 1024,
+          "dense_intermediate_size": 8192, "shared_expert_intermediate_size": null, "qk_layernorm": true,
+          "moe_layer_freq": )" + layers + R"(], "rope_theta": 50000, "partial_rotary_factor": 1,
+          "max_position_embeddings": 8192, "mask_token_id": 156895, "eos_token_id": 156892})",
+      "LLaDA-MoE-7B-A1B");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return *c;
+}
+
+TEST(WeightBytes, CountsEveryExpert) {
+  const LladaConfig moe = LladaMoe7B();
+  const double params = static_cast<double>(moe.parameter_count());
+  EXPECT_GT(params, 7.2e9);
+  EXPECT_LT(params, 7.5e9);
+  const std::uint64_t experts = 16ull * 64 * 3 * 1024 * 2048;  // parameters in the routed experts
+  EXPECT_GT(params, static_cast<double>(experts));
+  auto bytes = [&](const LladaConfig& c, const char* spec) { return *WeightBytes(c, *weights::PrecisionSpec::Parse(spec)); };
+  const std::uint64_t bf16 = bytes(moe, "bf16");
+  EXPECT_NEAR(bf16 / params, 2.0, 0.01);
+  EXPECT_LT(bytes(moe, "int8"), bf16 - experts) << "each expert's projections are quantized";
+  LladaConfig fewer = moe;
+  fewer.moe.num_experts = 32;
+  EXPECT_GE(bytes(moe, "bf16") - bytes(fewer, "bf16"), 16ull * 32 * 3 * 1024 * 2048 * 2);
+}
+
+TEST(MemoryModel, MoeLayersCountTheirRoutedRows) {
+  const LladaConfig moe = LladaMoe7B();
+  RequestShape s = Shape(64, 256, 32);
+  const MemoryEstimate e = EstimateRequest(moe, s);
+  // The MoE MLP phase holds top_k copies of the rows (gathered, expert outputs, concatenated,
+  // weighted): at least 4 x 8 x 320 x 2048 x 4 bytes.
+  const auto mlp = std::find_if(e.phases.begin(), e.phases.end(), [](const PhaseBytes& p) { return p.name == "mlp"; });
+  ASSERT_NE(mlp, e.phases.end());
+  EXPECT_GE(mlp->bytes, 4ull * 8 * 320 * 2048 * 4);
+}
+
 TEST(DequantScratchBytes, LargestQuantizedLayerAtTheComputeWidth) {
   const LladaConfig config = LladaConfig();
   const auto bf16 = *weights::PrecisionSpec::Parse("bf16");

@@ -90,7 +90,33 @@ TEST(QuantPolicyTest, ClassifiesLladaTensorNames) {
   for (const char* leaf : {"ff_proj", "up_proj", "ff_out"})
     EXPECT_EQ(ClassifyTensor(std::string("model.transformer.blocks.31.") + leaf + ".weight"), TensorRole::kMlp);
   EXPECT_EQ(ClassifyTensor("model.transformer.blocks.0.q_proj.bias"), TensorRole::kOther);
-  EXPECT_EQ(ClassifyTensor("lm_head.weight"), TensorRole::kOther);
+  EXPECT_EQ(ClassifyTensor("transformer.lm_head.weight"), TensorRole::kOther);
+}
+
+// LLaDA-MoE and LLaDA2.x (Hugging Face names): every expert is an MLP layer, quantized per expert;
+// the router, its expert bias (kept float32) and LLaDA2's fused QKV (split into views at load)
+// stay unquantized.
+TEST(QuantPolicyTest, ClassifiesMoeFamilyTensorNames) {
+  EXPECT_EQ(ClassifyTensor("model.embed_tokens.weight"), TensorRole::kEmbedding);
+  EXPECT_EQ(ClassifyTensor("model.word_embeddings.weight"), TensorRole::kEmbedding);
+  EXPECT_EQ(ClassifyTensor("lm_head.weight"), TensorRole::kLmHead);
+  EXPECT_EQ(ClassifyTensor("model.norm.weight"), TensorRole::kNorm);
+  for (const char* name : {"model.layers.0.input_layernorm.weight", "model.layers.1.self_attn.q_norm.weight",
+                           "model.layers.1.attention.key_layernorm.weight"})
+    EXPECT_EQ(ClassifyTensor(name), TensorRole::kNorm) << name;
+  for (const char* name : {"model.layers.0.self_attn.o_proj.weight", "model.layers.0.attention.dense.weight"})
+    EXPECT_EQ(ClassifyTensor(name), TensorRole::kAttention) << name;
+  for (const char* name : {"model.layers.3.mlp.experts.63.down_proj.weight", "model.layers.3.shared_expert.up_proj.weight",
+                           "model.layers.3.mlp.shared_experts.gate_proj.weight", "model.layers.0.mlp.gate_proj.weight"})
+    EXPECT_EQ(ClassifyTensor(name), TensorRole::kMlp) << name;
+  for (const char* name : {"model.layers.3.mlp.gate.weight", "model.layers.3.mlp.gate.expert_bias",
+                           "model.layers.0.attention.query_key_value.weight"})
+    EXPECT_EQ(ClassifyTensor(name), TensorRole::kOther) << name;
+  const auto int4 = *PrecisionSpec::Parse("int4");
+  EXPECT_EQ(StorageFor(int4, "model.layers.3.mlp.experts.0.up_proj.weight", {32, 64}).scheme,
+            QuantScheme::kInt4Groupwise);
+  for (const char* spec : {"bf16", "fp16", "int8"})
+    EXPECT_EQ(StorageFor(*PrecisionSpec::Parse(spec), "model.layers.3.mlp.expert_bias", {16}).dtype, DType::kF32) << spec;
 }
 
 TEST(QuantPolicyTest, QuantizesBlockLinearsOnlyByDefault) {

@@ -1,0 +1,142 @@
+// LLaDA-MoE and LLaDA2.x config.json files: the architecture chosen from `architectures` /
+// `model_type`, their fields mapped onto LladaConfig, the ids taken from tokenizer_config.json,
+// the tensor list and parameter count against the real checkpoints, and bad configs refused with
+// the field named.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "common/checkpoint/checkpoint.h"
+#include "common/checkpoint/dtype.h"
+#include "common/checkpoint/llada_config.h"
+#include "tests/fixtures/temp_checkpoint.h"
+#include "tests/fixtures/test_paths.h"
+
+namespace unmask::checkpoint {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+json ConfigOf(const std::string& name) {
+  return json::parse(unmask::testing::ReadFile(unmask::testing::TestDataPath(name + "/config.json")));
+}
+
+TEST(MoeConfigTest, ReadsLladaMoe) {
+  auto c = LladaConfig::FromFile(unmask::testing::TestDataPath("tiny-llada-moe-gqa/config.json"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, Architecture::kLladaMoe) << "model_type is \"llada\": architectures decides";
+  EXPECT_EQ(c->d_model, 64);
+  EXPECT_EQ(c->n_heads, 4);
+  EXPECT_EQ(c->n_kv_heads, 2);
+  EXPECT_EQ(c->n_layers, 3);
+  EXPECT_EQ(c->head_dim(), 16);
+  EXPECT_EQ(c->rotary_dim(), 8);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->fused_qkv());
+  EXPECT_EQ(c->mlp_hidden_size, 128);
+  EXPECT_EQ(c->moe.num_experts, 8);
+  EXPECT_EQ(c->moe.top_k, 2);
+  EXPECT_EQ(c->moe.expert_hidden_size, 32);
+  EXPECT_EQ(c->moe.shared_hidden_size, 48);
+  EXPECT_TRUE(c->moe.expert_bias);
+  EXPECT_EQ(c->moe.moe_layers, (std::vector<bool>{false, true, true}));
+  EXPECT_DOUBLE_EQ(c->rope_theta, 50000.0);
+  EXPECT_EQ(c->vocab_size, 512);
+  EXPECT_EQ(c->mask_token_id, 504) << "from tokenizer_config.json's mask_token";
+  EXPECT_EQ(c->eos_token_id, 501);
+}
+
+TEST(MoeConfigTest, ReadsLlada2) {
+  auto c = LladaConfig::FromFile(unmask::testing::TestDataPath("tiny-llada2-grouped/config.json"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, Architecture::kLlada2Moe);
+  EXPECT_EQ(c->head_dim(), 32) << "the explicit head_dim, not hidden / heads";
+  EXPECT_EQ(c->q_width(), 128);
+  EXPECT_EQ(c->kv_width(), 32);
+  EXPECT_EQ(c->rotary_dim(), 16);
+  EXPECT_TRUE(c->fused_qkv());
+  EXPECT_EQ(c->moe.n_group, 4);
+  EXPECT_EQ(c->moe.topk_group, 2);
+  EXPECT_DOUBLE_EQ(c->moe.routed_scaling_factor, 2.5);
+  EXPECT_EQ(c->moe.shared_hidden_size, 64) << "2 shared experts of 32 as one MLP";
+  EXPECT_TRUE(c->moe.expert_bias);
+  EXPECT_EQ(c->moe.moe_layers, (std::vector<bool>{true, true}));
+  EXPECT_DOUBLE_EQ(c->rms_norm_eps, 1e-6);
+  EXPECT_EQ(c->mask_token_id, 504);
+  EXPECT_EQ(c->eos_token_id, 501) << "LLaDA2's config.json has no eos_token_id: the tokenizer's";
+  auto dense_first = LladaConfig::FromFile(unmask::testing::TestDataPath("tiny-llada2/config.json"));
+  ASSERT_TRUE(dense_first.ok());
+  EXPECT_EQ(dense_first->moe.moe_layers, (std::vector<bool>{false, true, true})) << "first_k_dense_replace 1";
+}
+
+TEST(MoeConfigTest, TensorListAndParameterCountMatchTheCheckpoints) {
+  for (const char* name : {"tiny-llada-moe", "tiny-llada-moe-gqa", "tiny-llada2", "tiny-llada2-grouped"}) {
+    const std::string dir = unmask::testing::TestDataPath(name);
+    auto c = LladaConfig::FromFile(dir + "/config.json");
+    auto ckpt = Checkpoint::Open(dir);
+    ASSERT_TRUE(c.ok() && ckpt.ok()) << name;
+    EXPECT_TRUE(ValidateCheckpoint(*c, **ckpt).ok()) << name << ": " << ValidateCheckpoint(*c, **ckpt).ToString();
+    EXPECT_EQ(ExpectedTensors(*c).size(), (*ckpt)->tensor_names().size()) << name << ": every tensor is read";
+    std::int64_t stored = 0;
+    for (const auto& t : (*ckpt)->tensor_names()) {
+      const TensorRef ref = *(*ckpt)->Find(t);
+      stored += static_cast<std::int64_t>(ref.info->nbytes / DTypeSize(ref.info->dtype));
+    }
+    EXPECT_EQ(c->parameter_count(), stored) << name;
+  }
+}
+
+TEST(MoeConfigTest, WrittenBackConfigReadsTheSame) {
+  for (const char* name : {"tiny-llada-moe-gqa", "tiny-llada2", "tiny-llada2-grouped"}) {
+    auto c = LladaConfig::FromFile(unmask::testing::TestDataPath(name) + "/config.json");
+    ASSERT_TRUE(c.ok());
+    auto back = LladaConfig::FromJsonText(c->ToJsonText(), "written");
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(back->ToJsonText(), c->ToJsonText()) << name;
+    EXPECT_EQ(back->mask_token_id, 504) << name << ": the text alone carries the mask id";
+    std::vector<std::string> a, b;
+    for (const auto& t : ExpectedTensors(*c)) a.push_back(t.name);
+    for (const auto& t : ExpectedTensors(*back)) b.push_back(t.name);
+    EXPECT_EQ(a, b) << name;
+  }
+}
+
+// Each edit of a real config and the words its error must contain.
+struct BadConfig {
+  const char* base;
+  std::function<void(json&)> edit;
+  const char* expected;
+};
+
+TEST(MoeConfigTest, BadConfigsAreRefusedNamingTheField) {
+  const std::vector<BadConfig> cases = {
+      {"tiny-llada-moe", [](json& j) { j["architectures"] = {"MixtralForCausalLM"}; }, "'architectures'"},
+      {"tiny-llada2", [](json& j) { j["model_type"] = "llada3_moe"; }, "'model_type' = \"llada3_moe\""},
+      {"tiny-llada2", [](json& j) { j["model_type"] = "llada"; }, "contradicts 'architectures'"},
+      {"tiny-llada2-grouped", [](json& j) { j["n_group"] = 3; }, "'num_experts' (16) is not divisible by 'n_group' (3)"},
+      {"tiny-llada2-grouped", [](json& j) { j["topk_group"] = 5; }, "'topk_group'"},
+      {"tiny-llada2", [](json& j) { j["num_experts_per_tok"] = 17; }, "'num_experts_per_tok' (17) exceeds 'num_experts'"},
+      {"tiny-llada-moe", [](json& j) { j["num_experts_per_tok"] = 17; }, "'num_experts_per_tok' (17) exceeds 'num_experts'"},
+      {"tiny-llada-moe", [](json& j) { j["num_experts"] = 0; }, "'num_experts' must be positive"},
+      {"tiny-llada-moe", [](json& j) { j.erase("shared_expert_intermediate_size"); }, "'shared_expert_intermediate_size'"},
+      {"tiny-llada-moe", [](json& j) { j["moe_layer_freq"] = {1}; }, "'moe_layer_freq' has 1 entries"},
+      {"tiny-llada-moe", [](json& j) { j.erase("expert_intermediate_size"); }, "missing field 'expert_intermediate_size'"},
+      {"tiny-llada-moe", [](json& j) { j["clip_qkv"] = 8; }, "'clip_qkv'"},
+      {"tiny-llada2", [](json& j) { j.erase("use_bias"); }, "'use_bias'"},
+      {"tiny-llada2", [](json& j) { j["rope_scaling"] = {{"type", "linear"}}; }, "'rope_scaling'"},
+      {"tiny-llada2", [](json& j) { j["partial_rotary_factor"] = 0.5625; }, "'partial_rotary_factor'"},
+  };
+  for (const auto& bad : cases) {
+    json j = ConfigOf(bad.base);
+    bad.edit(j);
+    auto parsed = LladaConfig::FromJsonText(j.dump(), "config.json");
+    ASSERT_FALSE(parsed.ok()) << bad.expected;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(bad.expected));
+  }
+}
+
+}  // namespace
+}  // namespace unmask::checkpoint
