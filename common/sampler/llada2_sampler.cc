@@ -1,0 +1,232 @@
+#include "common/sampler/llada2_sampler.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/model/llada_model.h"
+#include "common/sampler/sampling_ops.h"
+
+namespace unmask::sampler {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+Status CheckOptions(const PromptBatch& prompts, const GenerationParams& p, const Llada2Options& o) {
+  if (prompts.ids.size() != 1)
+    return InvalidArgumentError("prompts: LLaDA2's sampler takes one prompt, got " + std::to_string(prompts.ids.size()));
+  if (prompts.ids[0].empty()) return InvalidArgumentError("prompts: the prompt is empty");
+  if (p.gen_length < 1) return InvalidArgumentError("gen_length: must be at least 1");
+  if (p.block_length < 1) return InvalidArgumentError("block_length: must be at least 1");
+  if (p.steps < 1) return InvalidArgumentError("steps: must be at least 1");
+  if (!(p.temperature >= 0) || !std::isfinite(p.temperature)) return InvalidArgumentError("temperature: must be >= 0");
+  if (o.minimal_topk < 1 || o.minimal_topk > p.gen_length)
+    return InvalidArgumentError("minimal_topk: must be between 1 and gen_length (" + std::to_string(p.gen_length) + ")");
+  if (!(o.threshold >= 0 && o.threshold <= 1)) return InvalidArgumentError("threshold: must be in [0, 1]");
+  if (o.top_k < 0) return InvalidArgumentError("top_k: must be >= 0 (0 = off)");
+  if (!(o.top_p > 0 && o.top_p <= 1)) return InvalidArgumentError("top_p: must be in (0, 1] (1 = off)");
+  return OkStatus();
+}
+
+// Below the k-th largest logit of its row: -inf (the official _top_k_logits).
+at::Tensor TopKLogits(const at::Tensor& logits, std::int64_t k) {
+  if (k <= 0) return logits;
+  const at::Tensor kth = std::get<0>(at::topk(logits, std::min<std::int64_t>(k, logits.size(-1)))).narrow(-1, -1, 1);
+  return at::where(logits < kth, at::full_like(logits, kNegInf), logits);
+}
+
+// Outside the smallest set of most likely tokens whose probability passes p: -inf; the token that
+// crosses p and the most likely one always stay (the official _top_p_logits).
+at::Tensor TopPLogits(const at::Tensor& logits, double p) {
+  if (p >= 1.0) return logits;
+  auto [sorted, order] = at::sort(logits, -1, /*descending=*/true);
+  const at::Tensor crossed = at::cumsum(at::softmax(sorted, -1), -1) > p;
+  at::Tensor drop = at::zeros_like(crossed);
+  const std::int64_t v = logits.size(-1);
+  drop.narrow(-1, 1, v - 1).copy_(crossed.narrow(-1, 0, v - 1));
+  return logits.masked_fill(at::zeros_like(crossed).scatter(-1, order, drop), kNegInf);
+}
+
+class Llada2StepSampler : public StepSampler {
+ public:
+  Llada2StepSampler(const model::LladaModel& model, std::vector<std::int64_t> prompt, const GenerationParams& p,
+                    const Llada2Options& o)
+      : model_(model), p_(p), o_(o), prompt_len_(static_cast<std::int64_t>(prompt.size())), bl_(p.block_length),
+        gen_(MakeSeededGenerator(model.device(), p.seed)) {
+    steps_ = std::min(p.steps, p.gen_length / o.minimal_topk);
+    schedule_ = Llada2Schedule(bl_, steps_);
+    num_blocks_ = (prompt_len_ + p.gen_length + bl_ - 1) / bl_;
+    x_ = at::full({1, num_blocks_ * bl_}, p.mask_id, at::TensorOptions().dtype(at::kLong).device(model.device()));
+    x_.narrow(1, 0, prompt_len_).copy_(ToTensor({prompt}, model.device()));
+    first_block_ = prompt_len_ / bl_;
+    block_ = first_block_;
+    result_.sampler = "llada2";
+    Advance();
+  }
+
+  bool running() const override { return running_; }
+
+  // The window up to the block's end (the block's first step, or every step without the cache),
+  // or the block alone against the cached K/V of the blocks before it.
+  model::PackedSegment NextForward() override {
+    model::PackedSegment seg;
+    seg.whole = !o_.cache || step_in_block_ == 0;
+    seg.ids = seg.whole ? x_.narrow(1, 0, (block_ + 1) * bl_) : Block();
+    seg.offset = seg.whole ? 0 : block_ * bl_;
+    seg.cache = o_.cache ? &cache_ : nullptr;
+    seg.causal_block = bl_;
+    seg.attention_query_chunk = p_.attention_query_chunk;
+    hidden_offset_ = seg.offset;
+    return seg;
+  }
+
+  StepEvent FinishStep(const at::Tensor& hidden) override;
+
+  GenerationResult Result() const override {
+    GenerationResult r = result_;
+    r.output = ToRows(x_.narrow(1, prompt_len_, p_.gen_length));
+    return r;
+  }
+  std::int64_t CacheBytes() const override { return cache_.Bytes(); }
+
+ private:
+  at::Tensor Block() const { return x_.narrow(1, block_ * bl_, bl_); }  // a view: writes land in x_
+  // The block's tokens and their probabilities, [bl] each.
+  std::pair<at::Tensor, at::Tensor> Sample(const at::Tensor& logits);
+  at::Tensor PickTransfers(const at::Tensor& confidence, const at::Tensor& masked) const;
+  // True when an EOS committed this step ends the generation at once (eos_early_stop).
+  bool EarlyStop(const at::Tensor& x0, const at::Tensor& transfer) const;
+  // The next step to run: the current block while it has masks and steps left, else the next
+  // block, unless the last block ended or an EOS was generated.
+  void Advance();
+  void Stop();
+
+  const model::LladaModel& model_;
+  const GenerationParams p_;
+  const Llada2Options o_;
+  const std::int64_t prompt_len_, bl_;
+  at::Generator gen_;
+  std::int64_t steps_ = 0, num_blocks_ = 0, first_block_ = 0, block_ = 0, step_in_block_ = 0, step_ = 0;
+  std::vector<std::int64_t> schedule_;
+  at::Tensor x_;  // [1, num_blocks * bl]: the whole canvas, padded to whole blocks
+  model::KvCache cache_;
+  std::int64_t hidden_offset_ = 0;  // the position of the last forward's first hidden row
+  bool running_ = true;
+  GenerationResult result_;
+};
+
+std::pair<at::Tensor, at::Tensor> Llada2StepSampler::Sample(const at::Tensor& raw) {
+  at::Tensor logits = raw.to(at::kFloat);
+  if (p_.temperature == 0) {
+    const at::Tensor probs = at::softmax(logits, -1);
+    const at::Tensor token = probs.argmax(-1, /*keepdim=*/true);
+    return {token.squeeze(-1), probs.gather(-1, token).squeeze(-1)};
+  }
+  if (p_.temperature != 1.0) logits = logits / p_.temperature;
+  logits = TopPLogits(TopKLogits(logits, o_.top_k), o_.top_p);
+  const at::Tensor probs = at::softmax(logits, -1);
+  const at::Tensor token = at::multinomial(probs, 1, /*replacement=*/false, gen_);
+  return {token.squeeze(-1), probs.gather(-1, token).squeeze(-1)};
+}
+
+at::Tensor Llada2StepSampler::PickTransfers(const at::Tensor& confidence, const at::Tensor& masked) const {
+  const at::Tensor high = confidence > o_.threshold;
+  const std::int64_t wanted = schedule_[static_cast<std::size_t>(step_in_block_)];
+  if (high.sum().item<std::int64_t>() >= wanted) return high;
+  at::Tensor transfer = at::zeros_like(masked);
+  const std::int64_t k = std::min(wanted, masked.sum().item<std::int64_t>());
+  if (k > 0) transfer.index_fill_(0, std::get<1>(at::topk(confidence, k)), true);
+  return transfer;
+}
+
+bool Llada2StepSampler::EarlyStop(const at::Tensor& x0, const at::Tensor& transfer) const {
+  if (!o_.eos_early_stop || !x0.masked_select(transfer).eq(p_.eos_id).any().item<bool>()) return false;
+  const at::Tensor window = x_[0].narrow(0, 0, (block_ + 1) * bl_);
+  const at::Tensor eos = window.eq(p_.eos_id).nonzero();
+  if (eos.numel() == 0) return false;
+  const std::int64_t first = eos[0][0].item<std::int64_t>();
+  return first < prompt_len_ || !window.narrow(0, prompt_len_, first - prompt_len_).eq(p_.mask_id).any().item<bool>();
+}
+
+StepEvent Llada2StepSampler::FinishStep(const at::Tensor& hidden) {
+  const at::Tensor logits = model_.HeadLogits(hidden[0].narrow(0, block_ * bl_ - hidden_offset_, bl_));  // [bl, V]
+  at::Tensor block = Block()[0];
+  const at::Tensor masked = block.eq(p_.mask_id);
+  auto [x0, p0] = Sample(logits);
+  const at::Tensor confidence = at::where(masked, p0.to(at::kFloat), at::full_like(p0, kNegInf, at::kFloat));
+  const at::Tensor transfer = PickTransfers(confidence, masked);
+  block.copy_(at::where(transfer, x0, block));
+  const bool stop_now = EarlyStop(x0, transfer);
+
+  // The event reports the generated positions only (not the padding of the last block), and not
+  // a position given the mask token itself: it stays masked, to be predicted again.
+  at::Tensor placed = at::zeros_like(x_, at::kBool);
+  placed[0].narrow(0, block_ * bl_, bl_).copy_(transfer.logical_and(x0.ne(p_.mask_id)));
+  placed.narrow(1, prompt_len_ + p_.gen_length, placed.size(1) - prompt_len_ - p_.gen_length).fill_(false);
+  StepEvent ev = MakeStepEvent(placed.narrow(1, 0, prompt_len_ + p_.gen_length),
+                               x_.narrow(1, 0, prompt_len_ + p_.gen_length), prompt_len_);
+  ev.step = step_++;
+  ev.block = block_ - first_block_;
+  ev.step_in_block = step_in_block_++;
+  ++result_.steps_run;
+  if (stop_now) {
+    Stop();
+  } else {
+    Advance();
+  }
+  return ev;
+}
+
+void Llada2StepSampler::Advance() {
+  while (block_ < num_blocks_) {
+    if (step_in_block_ < steps_ && Block().eq(p_.mask_id).any().item<bool>()) return;
+    // The block is done: an EOS anywhere generated so far ends the generation.
+    const std::int64_t end = (block_ + 1) * bl_;
+    if (x_[0].narrow(0, prompt_len_, end - prompt_len_).eq(p_.eos_id).any().item<bool>()) break;
+    ++block_;
+    step_in_block_ = 0;
+  }
+  Stop();
+}
+
+// The official generate returns the ids up to the first EOS; the rest of the generated part is
+// made EOS here too, so that the output has gen_length ids and reads the same when cut at EOS.
+void Llada2StepSampler::Stop() {
+  running_ = false;
+  at::Tensor gen = x_[0].narrow(0, prompt_len_, p_.gen_length);
+  const at::Tensor eos = gen.eq(p_.eos_id).nonzero();
+  if (eos.numel() == 0) return;
+  const std::int64_t first = eos[0][0].item<std::int64_t>();
+  gen.narrow(0, first, p_.gen_length - first).fill_(p_.eos_id);
+}
+
+}  // namespace
+
+std::vector<std::int64_t> Llada2Schedule(std::int64_t block_length, std::int64_t steps) {
+  if (steps <= 0) return {};
+  std::vector<std::int64_t> out(static_cast<std::size_t>(steps), block_length / steps);
+  for (std::int64_t i = 0; i < block_length % steps; ++i) ++out[static_cast<std::size_t>(i)];
+  return out;
+}
+
+StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::LladaModel& model, const PromptBatch& prompts,
+                                                              const GenerationParams& params,
+                                                              const Llada2Options& options) {
+  UNMASK_RETURN_IF_ERROR(CheckOptions(prompts, params, options));
+  const auto& config = model.config();
+  UNMASK_ASSIGN_OR_RETURN(PromptBatch normal, NormalizePromptBatch(prompts, config.pad_token_id, config.embedding_size));
+  if (params.mask_id < 0 || params.mask_id >= config.embedding_size)
+    return InvalidArgumentError("mask_id: " + std::to_string(params.mask_id) + " is outside the vocabulary");
+  try {
+    return std::unique_ptr<StepSampler>(std::make_unique<Llada2StepSampler>(model, normal.ids[0], params, options));
+  } catch (const std::exception& e) {
+    return InternalError(std::string("llada2 sampler: ") + e.what());
+  }
+}
+
+}  // namespace unmask::sampler

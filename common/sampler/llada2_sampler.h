@@ -1,0 +1,50 @@
+// LLaDA2.x's block-diffusion sampler (issue 29), as the official LLaDA2MoeModelLM.generate
+// computes it (tests/data/moe-golden.md, "generate step by step"): the canvas is the prompt then
+// masks, padded to whole blocks of block_length counted from position 0; blocks after the last
+// one the prompt fills are denoised in order, each with the same schedule of tokens per step; every
+// step runs the window up to the block's end under block-causal attention (a block sees itself
+// and the blocks before it), samples the block's tokens (argmax of the probabilities at
+// temperature 0; else temperature, top-k, top-p and one multinomial draw per position) and
+// commits every masked position whose confidence is above the threshold, or the schedule's count
+// of the most confident ones when fewer are. EOS ends the generation after its block (and at once
+// with eos_early_stop, once nothing before it is masked).
+//
+// Like every sampler it runs a step at a time (step_sampler.h), so LLaDA2 generations batch with
+// each other and with LLaDA's in one packed forward per step.
+//
+// The cache (Llada2Options::cache): under block-causal attention the K/V of the blocks before the
+// current one depend only on those blocks, whose tokens no longer change. So a block's first step
+// runs the whole window and keeps every layer's K/V; its later steps run the block's positions
+// alone against the kept K/V of the blocks before it. The next block's first step refills the
+// cache, so a block's K/V are always those of its final tokens. Without the cache every step
+// recomputes the whole window, as the official code does; both give the same tokens (tested).
+#pragma once
+
+#include <memory>
+
+#include "common/sampler/step_sampler.h"
+
+namespace unmask::sampler {
+
+// LLaDA2's own options; gen_length, block_length, steps (per block), temperature, seed and the
+// mask / EOS ids come from GenerationParams.
+struct Llada2Options {
+  double threshold = 0.95;     // commit masked positions whose confidence is strictly above this
+  std::int64_t minimal_topk = 1;  // steps per block are capped at gen_length / minimal_topk
+  std::int64_t top_k = 0;      // sampling: keep the k most likely tokens; 0 = off
+  double top_p = 1.0;          // sampling: nucleus; 1 = off
+  bool eos_early_stop = false;  // stop as soon as an EOS is committed with nothing masked before it
+  bool cache = true;            // keep the finished blocks' K/V (above)
+};
+
+// The sampler for one prompt (LLaDA2's generate takes one). InvalidArgument naming the field for
+// more than one prompt or out-of-range options; the prompt's ids are checked against the vocabulary.
+StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::LladaModel& model, const PromptBatch& prompts,
+                                                              const GenerationParams& params,
+                                                              const Llada2Options& options);
+
+// The number of tokens to commit at each of `steps` steps of a block of `block_length`:
+// block_length / steps each, the first block_length % steps one more.
+std::vector<std::int64_t> Llada2Schedule(std::int64_t block_length, std::int64_t steps);
+
+}  // namespace unmask::sampler
