@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "common/model/compute_setup.h"
+#include "common/model/cpu_features.h"
 
 namespace unmask::bench {
 
@@ -19,6 +20,27 @@ std::string SetUpComputeOrExit(int threads, const std::string& gemm) {
   const std::string line = setup->cpu + " (" + setup->cpu_flags + "); " + setup->threads + "; gemm " + setup->gemm_line;
   std::cerr << "compute: " << line << "\n";
   return line;
+}
+
+std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const std::string& precision) {
+  model::ModelOptions options;
+  if (precision == "auto") {
+    options.precision =
+        model::ChooseCompute(std::nullopt, model::HostCpuFeatures(), false, model::Precision::kBFloat16).compute;
+  } else {
+    auto parsed = model::ParsePrecision(precision);
+    if (!parsed.ok()) {
+      std::cerr << "--precision: " << parsed.status().message() << "\n";
+      std::exit(2);
+    }
+    options.precision = *parsed;
+  }
+  auto loaded = model::LladaModel::Load(dir, options);
+  if (!loaded.ok()) {
+    std::cerr << loaded.status().ToString() << "\n";
+    std::exit(1);
+  }
+  return std::move(*loaded);
 }
 
 }  // namespace unmask::bench

@@ -2,12 +2,19 @@
 // (common/model/compute_setup.h), set up before the first forward and printed with the figures.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "common/model/llada_model.h"
 
 namespace unmask::bench {
 
 // Sets up `threads` intra-op threads (0: the usable cores) and the kernel path `gemm` (auto,
 // avx512, avx2, blas); exits with 2 naming the flag on a bad value. Returns a one-line summary.
 std::string SetUpComputeOrExit(int threads = 0, const std::string& gemm = "auto");
+
+// The checkpoint at `dir` in `precision` (fp32, bf16, or auto: the compute type the services pick
+// for this CPU); exits with 1 printing the error when it does not load, 2 on a bad precision.
+std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const std::string& precision);
 
 }  // namespace unmask::bench

@@ -340,18 +340,12 @@ int main(int argc, char** argv) {
      << a.top_k << "; random bf16 weights; medians of " << a.reps << "):\n\n"
      << LayerTable(a);
 
-  model::ModelOptions options;
-  if (a.precision != "auto") options.precision = *model::ParsePrecision(a.precision);
-  else options.precision = model::ChooseCompute(std::nullopt, model::HostCpuFeatures(), false, model::Precision::kBFloat16).compute;
-  auto loaded = model::LladaModel::Load(a.model, options);
-  if (!loaded.ok()) {
-    std::cerr << loaded.status().ToString() << "\n";
-    return 1;
-  }
+  const std::unique_ptr<model::LladaModel> loaded = bench::LoadModelOrExit(a.model, a.precision);
+  const model::ModelOptions& options = loaded->options();
   md << "\n**Tiny model** (`" << a.model << "`, " << a.prompt_length << "-token prompt, gen_length " << a.gen_length << ", "
      << model::PrecisionName(options.precision) << " compute, greedy, LLaDA2 threshold " << a.threshold
      << (a.eos_stops ? "" : ", EOS ends nothing") << ", medians of " << a.reps << "):\n\n"
-     << SamplerTable(a, **loaded);
+     << SamplerTable(a, *loaded);
 
   md << "\n" << compute << ". Machine: " << bench::MachineDescription()
      << "; CPU flags: " << model::DescribeCpuFlags(model::HostCpuFeatures()) << ". Command: `"

@@ -150,15 +150,9 @@ int main(int argc, char** argv) {
   const std::string compute = bench::SetUpComputeOrExit(a.threads);
   c10::InferenceMode inference;
 
-  model::ModelOptions options;
-  if (a.precision != "auto") options.precision = *model::ParsePrecision(a.precision);
-  else options.precision = model::ChooseCompute(std::nullopt, model::HostCpuFeatures(), false, model::Precision::kBFloat16).compute;
-  auto loaded = model::LladaModel::Load(a.model, options);
-  if (!loaded.ok()) {
-    std::cerr << loaded.status().ToString() << "\n";
-    return 1;
-  }
-  const model::LladaModel& m = **loaded;
+  const std::unique_ptr<model::LladaModel> loaded = bench::LoadModelOrExit(a.model, a.precision);
+  const model::ModelOptions& options = loaded->options();
+  const model::LladaModel& m = *loaded;
 
   std::ostringstream md;
   md << "| jobs at once | alone, one after another: tokens/s | batched: tokens/s | speed-up | batched steps | "
