@@ -85,11 +85,13 @@ void Stack::StartLoader(const std::vector<std::string>& extra) {
 
 int Stack::StartExecutor(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {EXECUTOR_BIN, "--listen", "127.0.0.1:0", "--loader", loader_address(),
-                                   "--model", model_name_, "--load-precision", "bf16",
+                                   "--model", model_name_,
                                    "--executor-id", "executor-" + std::to_string(executors_.size()),
                                    "--drain-timeout-seconds", "2"};
-  // fp32 unless the test gives its own (or "--precision", "auto" for the default).
-  if (std::find(extra.begin(), extra.end(), "--precision") == extra.end()) argv.insert(argv.end(), {"--precision", "fp32"});
+  // bf16 weights and fp32 compute unless the test gives its own (or "--precision", "auto" for the default).
+  auto given = [&](const char* flag) { return std::find(extra.begin(), extra.end(), flag) != extra.end(); };
+  if (!given("--load-precision")) argv.insert(argv.end(), {"--load-precision", "bf16"});
+  if (!given("--precision")) argv.insert(argv.end(), {"--precision", "fp32"});
   executor_argv_.push_back(WithExtra(argv, extra));
   executors_.push_back(std::make_unique<Process>(executor_argv_.back()));
   executor_ports_.push_back(MustPort(*executors_.back(), "unmask-executor: serving", "unmask-executor"));
