@@ -1,5 +1,6 @@
 #include "common/tokenizer/chat_template.h"
 
+#include "common/tokenizer/ling_chat_template.h"
 #include "common/tokenizer/unicode.h"
 #include "common/tokenizer/utf8.h"
 
@@ -78,6 +79,13 @@ StatusOr<std::vector<int32_t>> EncodeLladaChat(const Tokenizer& tokenizer, const
                                                bool add_generation_prompt) {
   UNMASK_RETURN_IF_ERROR(CheckLladaSpecialTokens(tokenizer));
   UNMASK_ASSIGN_OR_RETURN(const std::string prompt, ApplyLladaChatTemplate(messages, add_generation_prompt));
+  return tokenizer.Encode(prompt, /*parse_special_tokens=*/true);
+}
+
+StatusOr<std::vector<int32_t>> EncodeChat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                          bool add_generation_prompt) {
+  if (!HasLingChatTokens(tokenizer)) return EncodeLladaChat(tokenizer, messages, add_generation_prompt);
+  UNMASK_ASSIGN_OR_RETURN(const std::string prompt, ApplyLingChatTemplate(messages, add_generation_prompt));
   return tokenizer.Encode(prompt, /*parse_special_tokens=*/true);
 }
 

@@ -66,4 +66,10 @@ Status CheckLladaSpecialTokens(const Tokenizer& tokenizer);
 StatusOr<std::vector<int32_t>> EncodeLladaChat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
                                                bool add_generation_prompt = true);
 
+// The chat template the checkpoint's tokenizer was made for, rendered and encoded: the Ling-2.0
+// template (ling_chat_template.h: LLaDA-MoE, LLaDA2.x) when the tokenizer has its special tokens,
+// else LLaDA's (EncodeLladaChat, with its checks).
+StatusOr<std::vector<int32_t>> EncodeChat(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                          bool add_generation_prompt = true);
+
 }  // namespace unmask::tokenizer

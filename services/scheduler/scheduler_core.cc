@@ -56,7 +56,7 @@ StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::Genera
     } else {
       std::vector<tokenizer::ChatMessage> messages;
       for (const auto& m : r.chat().messages()) messages.push_back({m.role(), m.content()});
-      UNMASK_ASSIGN_OR_RETURN(encoded, tokenizer::EncodeLladaChat(*tok, messages));
+      UNMASK_ASSIGN_OR_RETURN(encoded, tokenizer::EncodeChat(*tok, messages));
     }
     ids.assign(encoded.begin(), encoded.end());
   }

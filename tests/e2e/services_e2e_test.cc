@@ -145,6 +145,11 @@ TEST(ServicesEndToEndTest, AMixtureOfExpertsCheckpointIsServedEndToEnd) {
                              "--block-length 8 --steps 8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(CompletedIds(JsonLines(r.out)).size(), 8u) << r.out;
+  // Chat, in the Ling template the checkpoint ships (<role>HUMAN</role>...; LLaDA's template is
+  // refused by this tokenizer, which lacks its special tokens).
+  r = stack.Cli(s, "generate --model tiny-llada-moe --chat 'Who are you?' --gen-length 8 --block-length 8 --steps 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(CompletedIds(JsonLines(r.out)).size(), 8u) << r.out;
 
   Stack int8(TestDataPath("tiny-llada-moe"), "tiny-llada-moe");
   int8.StartLoader();

@@ -70,7 +70,7 @@ Status BuildPrompts(const GenerateOptions& o, const tokenizer::Tokenizer* tok, s
       std::vector<tokenizer::ChatMessage> messages;
       if (!o.system.empty()) messages.push_back({"system", o.system});
       messages.push_back({"user", o.prompt_text});
-      UNMASK_ASSIGN_OR_RETURN(ids, tokenizer::EncodeLladaChat(*tok, messages));
+      UNMASK_ASSIGN_OR_RETURN(ids, tokenizer::EncodeChat(*tok, messages));
     } else {
       UNMASK_ASSIGN_OR_RETURN(ids, tok->Encode(o.prompt_text, /*parse_special_tokens=*/true));
     }
