@@ -1,6 +1,8 @@
 // Chat template rendering: the fuzz bytes are a conversation, rendered with
 // ApplyLladaChatTemplate and encoded with EncodeLladaChat by a tokenizer with LLaDA's special
-// tokens (tests/data/tokenizers/llada-like.tokenizer.json).
+// tokens (tests/data/tokenizers/llada-like.tokenizer.json), and rendered with the Ling-2.0
+// template of the MoE models (ApplyLingChatTemplate: it renders what LLaDA's does, every message's
+// content appears in it, and it ends with the generation prompt when asked).
 //
 // Input format (so that seeds can be written by hand): byte 0 bit 0 = add_generation_prompt;
 // the rest is messages separated by '\0', each "role\x01content" (no '\x01': role "user").
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "common/tokenizer/chat_template.h"
+#include "common/tokenizer/ling_chat_template.h"
 #include "fuzz/fuzz_check.h"
 
 using namespace unmask::tokenizer;
@@ -54,6 +57,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool add_generation_prompt = (data[0] & 1) != 0;
   const auto messages = Messages(reinterpret_cast<const char*>(data) + 1, size - 1);
   auto text = ApplyLladaChatTemplate(messages, add_generation_prompt);
+  auto ling = ApplyLingChatTemplate(messages, add_generation_prompt);
+  UNMASK_FUZZ_CHECK(!text.ok() || ling.ok(), "what LLaDA's template renders, Ling's renders too");
+  if (ling.ok() && add_generation_prompt) {
+    const std::string prompt = "<role>ASSISTANT</role>";
+    UNMASK_FUZZ_CHECK(ling->size() >= prompt.size() && ling->compare(ling->size() - prompt.size(), prompt.size(), prompt) == 0,
+                      "the Ling rendering ends with the generation prompt");
+  }
+  if (ling.ok()) {
+    for (const auto& m : messages) {
+      if (m.role == "user") UNMASK_FUZZ_CHECK(ling->find(m.content) != std::string::npos, "user content is kept as is");
+    }
+  }
   auto ids = EncodeLladaChat(LladaLikeTokenizer(), messages, add_generation_prompt);
   UNMASK_FUZZ_CHECK(!ids.ok() || text.ok(), "what encodes also renders");
   if (!ids.ok()) return 0;
