@@ -11,6 +11,7 @@
 
 #include "common/model/llada_model.h"
 #include "common/sampler/sampling_ops.h"
+#include "common/sampler/transfer_schedule.h"
 
 namespace unmask::sampler {
 namespace {
@@ -59,7 +60,8 @@ class Llada2StepSampler : public StepSampler {
       : model_(model), p_(p), o_(o), prompt_len_(static_cast<std::int64_t>(prompt.size())), bl_(p.block_length),
         gen_(MakeSeededGenerator(model.device(), p.seed)) {
     steps_ = std::min(p.steps, p.gen_length / o.minimal_topk);
-    schedule_ = Llada2Schedule(bl_, steps_);
+    // The official _get_num_transfer_tokens(block_length, steps): LLaDA's schedule over a whole block.
+    schedule_ = NumTransferTokens(bl_, steps_);  // steps_ >= 1: minimal_topk <= gen_length
     num_blocks_ = (prompt_len_ + p.gen_length + bl_ - 1) / bl_;
     x_ = at::full({1, num_blocks_ * bl_}, p.mask_id, at::TensorOptions().dtype(at::kLong).device(model.device()));
     x_.narrow(1, 0, prompt_len_).copy_(ToTensor({prompt}, model.device()));
@@ -206,13 +208,6 @@ void Llada2StepSampler::Stop() {
 }
 
 }  // namespace
-
-std::vector<std::int64_t> Llada2Schedule(std::int64_t block_length, std::int64_t steps) {
-  if (steps <= 0) return {};
-  std::vector<std::int64_t> out(static_cast<std::size_t>(steps), block_length / steps);
-  for (std::int64_t i = 0; i < block_length % steps; ++i) ++out[static_cast<std::size_t>(i)];
-  return out;
-}
 
 StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::LladaModel& model, const PromptBatch& prompts,
                                                               const GenerationParams& params,

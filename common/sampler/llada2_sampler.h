@@ -43,8 +43,4 @@ StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::Llada
                                                               const GenerationParams& params,
                                                               const Llada2Options& options);
 
-// The number of tokens to commit at each of `steps` steps of a block of `block_length`:
-// block_length / steps each, the first block_length % steps one more.
-std::vector<std::int64_t> Llada2Schedule(std::int64_t block_length, std::int64_t steps);
-
 }  // namespace unmask::sampler

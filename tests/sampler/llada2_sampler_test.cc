@@ -123,13 +123,6 @@ INSTANTIATE_TEST_SUITE_P(AllCases, Llada2GoldenTest,
                                   (std::get<1>(info.param) ? "_cached" : "_uncached");
                          });
 
-TEST(Llada2ScheduleTest, SpreadsTheBlockOverTheSteps) {
-  EXPECT_EQ(sampler::Llada2Schedule(8, 3), (std::vector<std::int64_t>{3, 3, 2}));
-  EXPECT_EQ(sampler::Llada2Schedule(4, 6), (std::vector<std::int64_t>{1, 1, 1, 1, 0, 0}));
-  EXPECT_EQ(sampler::Llada2Schedule(8, 8), std::vector<std::int64_t>(8, 1));
-  EXPECT_TRUE(sampler::Llada2Schedule(8, 0).empty());
-}
-
 TEST(Llada2OptionsTest, BadOptionsAreRefusedByName) {
   const json& c = Golden()["cases"][0];
   const model::LladaModel& m = Model(c["model"]);
