@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/quant/int4_groupwise.h"
+#include "common/util/strings.h"
 
 namespace unmask::weights {
 
@@ -165,10 +166,6 @@ const char* TensorRoleName(TensorRole role) {
 }
 
 namespace {
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // LLaDA-MoE and LLaDA2.x names (model.layers.N.*). Every expert's and shared expert's projections
 // are MLP layers (quantized per expert). LLaDA2's fused query_key_value stays "other" (16-bit):

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/util/strings.h"
+
 namespace unmask::tokenizer {
 namespace {
 
@@ -13,11 +15,6 @@ std::string LStrip(const std::string& s, char c) { return s.substr(std::min(s.fi
 std::string RStrip(const std::string& s, char c) {
   const auto last = s.find_last_not_of(c);
   return last == std::string::npos ? "" : s.substr(0, last + 1);
-}
-
-bool StartsWith(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-bool EndsWith(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
 // The template's last_query_index: the last user message that is not a wrapped tool response,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "common/util/strings.h"
+
 namespace unmask::scheduler::http {
 namespace {
 
@@ -13,10 +15,6 @@ constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD: what half a characte
 std::string WithoutTrailingReplacement(std::string text) {
   while (text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0) text.resize(text.size() - 3);
   return text;
-}
-
-bool StartsWith(const std::string& s, const std::string& prefix) {
-  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
 }  // namespace
