@@ -348,7 +348,7 @@ int main(int argc, char** argv) {
     const auto mode_params = Params(config, gen, 32, gen);
     std::vector<std::vector<std::int64_t>> reference(mode_prompts);
     double reference_seconds = 0;
-    for (auto mode : generation::AllSamplerModes()) {
+    for (auto mode : generation::LladaSamplerModes()) {
       double seconds = 0, forwards = 0;
       std::int64_t same = 0, total = 0;
       for (int i = 0; i < mode_prompts && i < static_cast<int>(prompt_texts.size()); ++i) {

@@ -56,7 +56,7 @@ struct Args {
 
 std::vector<generation::SamplerMode> ParseModes(const std::string& list) {
   std::vector<generation::SamplerMode> out;
-  if (list == "all") return generation::AllSamplerModes();
+  if (list == "all") return generation::LladaSamplerModes();
   std::stringstream ss(list);
   std::string name;
   while (std::getline(ss, name, ',')) {

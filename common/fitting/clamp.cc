@@ -93,14 +93,31 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
   Clamper c(config, budget_bytes, weights_bytes, asked);
   GenerationRequest& r = c.request();
 
-  const std::int64_t room = config.max_sequence_length - asked.prompt_length;
-  if (asked.params.gen_length > room) {
+  // LLaDA2 pads the canvas to whole blocks (counted from position 0): what must fit is the padding.
+  const bool llada2 = asked.params.sampler == generation::SamplerMode::kLlada2;
+  const auto within_model = [&](std::int64_t gen, std::int64_t block) {
+    GenerationRequest t = asked;
+    t.params.gen_length = gen;
+    t.params.block_length = block;
+    return generation::SequenceLength(t.params, asked.prompt_length) <= config.max_sequence_length;
+  };
+  if (!within_model(asked.params.gen_length, asked.params.block_length)) {
     const std::string why = "prompt (" + Str(asked.prompt_length) + " tokens) + gen_length (" + Str(asked.params.gen_length) +
-                            ") exceeds the model's max_sequence_length (" + Str(config.max_sequence_length) + ")";
+                            (llada2 ? ") padded to whole blocks of " + Str(asked.params.block_length) : ")") +
+                            " exceeds the model's max_sequence_length (" + Str(config.max_sequence_length) + ")";
     if (policy == ClampPolicy::kOff)
       return InvalidArgumentError(why + "; clamp policy off changes nothing").WithField("gen_length");
-    const Lengths l = *ChooseLengths(room, asked.params.block_length, 1, [](std::int64_t, std::int64_t) { return true; });
-    c.SetLengths(l, why, "block_length must divide gen_length (" + Str(l.gen) + ")");
+    // LLaDA2 keeps its block when a whole one fits after the prompt (its blocks need not divide
+    // gen_length). Otherwise gen 1 in blocks of 1 always fits (ValidateAsked: the prompt is
+    // shorter than the model's length).
+    const std::int64_t block = asked.params.block_length;
+    const std::int64_t whole_blocks_room = config.max_sequence_length / block * block - asked.prompt_length;
+    const Lengths l = llada2 && whole_blocks_room >= 1
+                          ? Lengths{std::min(asked.params.gen_length, whole_blocks_room), block}
+                          : *ChooseLengths(config.max_sequence_length - asked.prompt_length, block, 1, within_model);
+    c.SetLengths(l, why,
+                 llada2 ? "the prompt and gen_length (" + Str(l.gen) + ") padded to whole blocks must fit the model"
+                        : "block_length must divide gen_length (" + Str(l.gen) + ")");
   }
 
   ClampResult result;
@@ -132,7 +149,7 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
         GenerationRequest t = r;
         t.params.gen_length = gen;
         t.params.block_length = block;
-        return c.Fits(t);
+        return within_model(gen, block) && c.Fits(t);
       };
       std::optional<Lengths> l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
       if (!l && extreme) {

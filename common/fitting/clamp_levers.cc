@@ -74,6 +74,17 @@ void Clamper::SetLengths(const Lengths& l, const std::string& why_gen, const std
 
 void Clamper::FinishSteps() {
   if (r_.params.gen_length == asked_.params.gen_length && r_.params.block_length == asked_.params.block_length) return;
+  if (r_.params.sampler == generation::SamplerMode::kLlada2) {  // steps per block
+    if (r_.params.block_length == asked_.params.block_length) return;
+    const double per_token = static_cast<double>(asked_.params.steps) / asked_.params.block_length;
+    const std::int64_t steps = std::max<std::int64_t>(1, std::llround(per_token * r_.params.block_length));
+    if (steps != asked_.params.steps)
+      Record("steps", Str(asked_.params.steps), Str(steps),
+             "llada2 counts steps per block: " + Str(steps) + " steps keep about the asked steps per token in blocks of " +
+                 Str(r_.params.block_length));
+    r_.params.steps = steps;
+    return;
+  }
   const std::int64_t blocks = r_.params.gen_length / r_.params.block_length;
   const double target = static_cast<double>(asked_.params.steps) * r_.params.gen_length / asked_.params.gen_length;
   const std::int64_t per_block = std::max<std::int64_t>(1, std::llround(target / blocks));
@@ -114,6 +125,7 @@ void SamplerLever(Clamper& c) {
   if (c.Fits()) return;
   const GenerationRequest& r = c.request();
   const SamplerKind kind = SamplerKindOf(r.params.sampler);
+  if (kind == SamplerKind::kLlada2) return;  // the one mode of LLaDA2 models
   const MemoryEstimate before = c.Estimate(r);
   for (SamplerKind to : {SamplerKind::kDualCache, SamplerKind::kBlockLogits}) {
     if (to == kind) continue;
@@ -158,7 +170,8 @@ void AllLevers(Clamper& c) {
   GenerationRequest& r = c.request();
   const std::string why = "nothing fits at the minimum gen_length otherwise";
   if (QueryRows(r) > kSmallestChunk) SetChunk(c, kSmallestChunk, why);
-  if (SamplerKindOf(r.params.sampler) != SamplerKind::kBlockLogits)
+  const SamplerKind kind = SamplerKindOf(r.params.sampler);
+  if (kind != SamplerKind::kBlockLogits && kind != SamplerKind::kLlada2)
     SetSampler(c, WithSamplerKind(r.params.sampler, SamplerKind::kBlockLogits), why);
   if (r.params.temperature > 0) {
     c.Record("temperature", Str(c.asked().params.temperature), "0", why);

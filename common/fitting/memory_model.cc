@@ -120,9 +120,12 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   const bool noise = shape.temperature > 0;
   const u64 model_batch = cfg ? 2 * batch : batch;
   const u64 gen = AtLeast1(shape.gen_length);
-  const u64 seq = Add({shape.prompt_length > 0 ? static_cast<u64>(shape.prompt_length) : 0, gen});
-  const u64 block = std::min<u64>(AtLeast1(shape.block_length), gen);
-  const bool cached = shape.sampler == SamplerKind::kPrefixCache || shape.sampler == SamplerKind::kDualCache;
+  const bool llada2 = shape.sampler == SamplerKind::kLlada2;
+  const u64 tokens = Add({shape.prompt_length > 0 ? static_cast<u64>(shape.prompt_length) : 0, gen});
+  // LLaDA2 runs the canvas padded to whole blocks (counted from position 0), a block's logits at a time.
+  const u64 block = llada2 ? AtLeast1(shape.block_length) : std::min<u64>(AtLeast1(shape.block_length), gen);
+  const u64 seq = llada2 ? Mul({(tokens + block - 1) / block, block}) : tokens;
+  const bool cached = llada2 || shape.sampler == SamplerKind::kPrefixCache || shape.sampler == SamplerKind::kDualCache;
 
   const u64 kvd = Mul({AtLeast1(config.n_kv_heads), AtLeast1(config.head_dim())});
   e.kv_cache = cached ? Mul({2, AtLeast1(config.n_layers), model_batch, kvd, seq, s}) : 0;

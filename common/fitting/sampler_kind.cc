@@ -12,11 +12,13 @@ const char* SamplerKindName(SamplerKind kind) {
     case SamplerKind::kBlockLogits: return "block_logits";
     case SamplerKind::kPrefixCache: return "prefix_cache";
     case SamplerKind::kDualCache: return "dual_cache";
+    case SamplerKind::kLlada2: return "llada2";
   }
   return "reference";
 }
 
 SamplerKind SamplerKindOf(SamplerMode mode) {
+  if (mode == SamplerMode::kLlada2) return SamplerKind::kLlada2;
   CacheKind cache;
   DecodeRule rule;
   if (!generation::FastModeOf(mode, &cache, &rule)) return SamplerKind::kReference;
@@ -29,6 +31,7 @@ SamplerKind SamplerKindOf(SamplerMode mode) {
 }
 
 SamplerMode WithSamplerKind(SamplerMode mode, SamplerKind kind) {
+  if (mode == SamplerMode::kLlada2 || kind == SamplerKind::kLlada2) return mode;
   CacheKind cache = CacheKind::kNone;
   DecodeRule rule = DecodeRule::kSchedule;
   generation::FastModeOf(mode, &cache, &rule);
@@ -37,6 +40,7 @@ SamplerMode WithSamplerKind(SamplerMode mode, SamplerKind kind) {
     case SamplerKind::kBlockLogits: cache = CacheKind::kNone; break;
     case SamplerKind::kPrefixCache: cache = CacheKind::kPrefix; break;
     case SamplerKind::kDualCache: cache = CacheKind::kDual; break;
+    case SamplerKind::kLlada2: break;  // handled above
   }
   for (SamplerMode m : generation::AllSamplerModes()) {  // the mode of that (cache, rule) pair
     CacheKind c;

@@ -12,6 +12,7 @@ enum class SamplerKind {
   kBlockLogits,  // full forward every step, logits for the current block only
   kPrefixCache,  // + K/V of every layer kept between steps
   kDualCache,    // + K/V of every layer kept between steps
+  kLlada2,       // LLaDA2: the window padded to whole blocks, its K/V kept, logits for the block
 };
 const char* SamplerKindName(SamplerKind kind);  // "reference", "block_logits", ...
 
@@ -20,7 +21,8 @@ SamplerKind SamplerKindOf(generation::SamplerMode mode);
 // The mode that keeps the decoding rule of `mode` with cache kind `kind`:
 // WithSamplerKind(kThreshold, kDualCache) == kDualCacheThreshold;
 // WithSamplerKind(kReference, kDualCache) == kDualCache. kReference gives kReference (the
-// reference has no rule, a threshold/factor rule cannot be kept there).
+// reference has no rule, a threshold/factor rule cannot be kept there). kLlada2 is the one mode of
+// its models: it gives kLlada2 whatever the kind, and no kind gives it.
 generation::SamplerMode WithSamplerKind(generation::SamplerMode mode, SamplerKind kind);
 
 }  // namespace unmask::fitting

@@ -13,8 +13,11 @@ const char* RemaskingName(Remasking r) { return r == Remasking::kRandom ? "rando
 void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
                     std::optional<std::int64_t> steps, GenerationParams& p) {
   p.gen_length = gen_length.value_or(kDefaultGenLength);
+  const bool llada2 = p.sampler == SamplerMode::kLlada2;
   if (block_length) {
     p.block_length = *block_length;
+  } else if (llada2) {
+    p.block_length = kDefaultMaxBlockLength;
   } else {
     p.block_length = 1;
     for (std::int64_t b = std::min(kDefaultMaxBlockLength, p.gen_length); b > 1; --b) {
@@ -24,7 +27,15 @@ void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::i
       }
     }
   }
-  p.steps = steps.value_or(p.gen_length);
+  p.steps = steps.value_or(llada2 ? p.block_length : p.gen_length);
+}
+
+void ResolveThreshold(std::optional<double> threshold, GenerationParams& p) {
+  p.threshold = threshold.value_or(p.sampler == SamplerMode::kLlada2 ? kDefaultLlada2Threshold : kDefaultThreshold);
+}
+
+SamplerMode DefaultSampler(const checkpoint::LladaConfig& config) {
+  return config.architecture == checkpoint::Architecture::kLlada2Moe ? SamplerMode::kLlada2 : SamplerMode::kReference;
 }
 
 void WithModelTokens(const checkpoint::LladaConfig& config, GenerationParams& p) {

@@ -30,6 +30,9 @@ constexpr std::int64_t kMaxAttentionQueryChunk = 1 << 20;
 constexpr double kMaxTemperature = 100;
 constexpr double kMaxCfgScale = 100;
 constexpr double kMaxFactor = 1e6;
+// The threshold of the threshold modes when a request gives none; LLaDA2's generate() uses 0.95.
+constexpr double kDefaultThreshold = 0.9;
+constexpr double kDefaultLlada2Threshold = 0.95;
 
 struct GenerationParams {
   std::int64_t gen_length = kDefaultGenLength;  // tokens to generate
@@ -43,11 +46,19 @@ struct GenerationParams {
   std::uint64_t seed = 0;
 
   SamplerMode sampler = SamplerMode::kReference;
-  double threshold = 0.9;  // threshold modes: unmask every masked token with confidence >= this
+  double threshold = kDefaultThreshold;  // threshold modes: unmask every masked token with confidence >= this
+                                         // (llada2: > this; default kDefaultLlada2Threshold, see ResolveThreshold)
   double factor = 1.0;     // factor modes: Fast-dLLM's factor f (common/sampler/parallel_decoding.h)
   bool early_stop = true;  // fast modes: a row stops once a block ends in EOS (reference: no effect)
   bool stop_at_eos = false;  // cut the returned ids at the first EOS / EOT
   std::int64_t attention_query_chunk = 0;  // > 0: attention in chunks of this many query rows; 0: the executor's
+
+  // llada2 only (LLaDA2MoeModelLM.generate's arguments; any other mode refuses a value but the
+  // default). There `steps` counts the steps of each block, capped at gen_length / minimal_topk.
+  std::int64_t minimal_topk = 1;  // in [1, gen_length]
+  std::int64_t top_k = 0;         // temperature > 0: keep the k most likely tokens; 0 = off
+  double top_p = 1.0;             // temperature > 0: nucleus of probability top_p, in (0, 1]; 1 = off
+  bool eos_early_stop = false;    // stop once an EOS is committed with nothing masked before it
 
   // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
   // official code fixes them to LLaDA-8B's, the defaults here).
@@ -56,14 +67,24 @@ struct GenerationParams {
   std::int64_t eot_id = 126348;
 };
 
-// The lengths a request leaves out get their defaults, in one place:
+// The lengths a request leaves out get their defaults, in one place; they depend on
+// params.sampler, which must be set first:
 //   gen_length    128
 //   block_length  the largest divisor of gen_length not above 32 (32 when gen_length is a
-//                 multiple of 32, as in the official examples; gen_length itself when shorter)
-//   steps         gen_length (one token unmasked per step)
+//                 multiple of 32, as in the official examples; gen_length itself when shorter);
+//                 llada2: 32 (LLaDA2's blocks are counted from position 0, they need not divide it)
+//   steps         gen_length (one token unmasked per step); llada2: block_length (steps per block)
 // A length that is given is kept as it is, valid or not (ValidateFields judges it).
 void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
                     std::optional<std::int64_t> steps, GenerationParams& params);
+
+// The threshold, or when none is given the default of params.sampler (set it first):
+// kDefaultLlada2Threshold for llada2, kDefaultThreshold otherwise.
+void ResolveThreshold(std::optional<double> threshold, GenerationParams& params);
+
+// The mode a request that names none runs on this model: llada2 on an LLaDA2 model (the only mode
+// it has), the reference on LLaDA and LLaDA-MoE.
+SamplerMode DefaultSampler(const checkpoint::LladaConfig& config);
 
 // The mask / EOS / EOT ids of the model.
 void WithModelTokens(const checkpoint::LladaConfig& config, GenerationParams& params);

@@ -19,8 +19,14 @@ Status UnderField(const std::string& prefix, const Status& status) {
   return status.field().empty() ? status : RenameField(status, prefix + "." + status.field());
 }
 
-StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in) {
+StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, SamplerMode default_sampler) {
   GenerationParams p;
+  p.sampler = default_sampler;
+  if (!in.sampler().empty()) {
+    auto mode = ParseSamplerMode(in.sampler());
+    if (!mode.ok()) return UnderField("params", mode.status());
+    p.sampler = *mode;
+  }
   ResolveLengths(Optional(in.has_gen_length(), in.gen_length()), Optional(in.has_block_length(), in.block_length()),
                  Optional(in.has_steps(), in.steps()), p);
   p.temperature = in.temperature();
@@ -36,19 +42,30 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in) {
   p.logits_eos_inf = in.logits_eos_inf();
   p.confidence_eos_eot_inf = in.confidence_eos_eot_inf();
   p.seed = in.seed();
-  if (!in.sampler().empty()) {
-    auto mode = ParseSamplerMode(in.sampler());
-    if (!mode.ok()) return UnderField("params", mode.status());
-    p.sampler = *mode;
-  }
-  if (in.threshold() != 0) p.threshold = in.threshold();
+  ResolveThreshold(in.threshold() != 0 ? std::optional<double>(in.threshold()) : std::nullopt, p);
   if (in.factor() != 0) p.factor = in.factor();
   if (in.has_early_stop()) p.early_stop = in.early_stop();
   p.stop_at_eos = in.stop_at_eos();
   p.attention_query_chunk = in.attention_query_chunk();
+  if (in.minimal_topk() != 0) p.minimal_topk = in.minimal_topk();
+  p.top_k = in.top_k();
+  if (in.top_p() != 0) p.top_p = in.top_p();
+  p.eos_early_stop = in.eos_early_stop();
   Status valid = ValidateFields(p);
   if (!valid.ok()) return UnderField("params", valid);
   return p;
+}
+
+Status CheckParamsProto(const v1::GenerationParams& in) {
+  if (!in.sampler().empty()) return ParamsFromProto(in).status();
+  auto as_reference = ParamsFromProto(in, SamplerMode::kReference);
+  if (as_reference.ok()) return OkStatus();
+  auto as_llada2 = ParamsFromProto(in, SamplerMode::kLlada2);
+  if (as_llada2.ok()) return OkStatus();
+  // Wrong either way: a request that sets llada2's own options means llada2; say what is wrong there.
+  const bool means_llada2 = in.minimal_topk() != 0 || in.top_k() != 0 || (in.top_p() != 0 && in.top_p() != 1) ||
+                            in.eos_early_stop();
+  return means_llada2 ? as_llada2.status() : as_reference.status();
 }
 
 v1::GenerationParams ParamsToProto(const GenerationParams& p) {
@@ -68,6 +85,10 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
   out.set_early_stop(p.early_stop);
   out.set_stop_at_eos(p.stop_at_eos);
   out.set_attention_query_chunk(p.attention_query_chunk);
+  out.set_minimal_topk(p.minimal_topk);
+  out.set_top_k(p.top_k);
+  out.set_top_p(p.top_p);
+  out.set_eos_early_stop(p.eos_early_stop);
   return out;
 }
 

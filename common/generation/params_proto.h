@@ -8,11 +8,19 @@
 
 namespace unmask::generation {
 
-// The lengths left unset get their defaults (ResolveLengths); threshold or factor 0 and an unset
-// early_stop mean the defaults; an empty sampler is "reference". Every field is then validated
-// (ValidateFields): an error's detail names "params.<field>". The model's token ids are not on
-// the wire: WithModelTokens sets them.
-StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& proto);
+// An empty sampler is `default_sampler` (a door that knows the model passes DefaultSampler(config));
+// the lengths left unset get that mode's defaults (ResolveLengths); threshold, factor,
+// minimal_topk or top_p 0 and an unset early_stop mean the defaults (ResolveThreshold: llada2's
+// is 0.95). Every field is then validated (ValidateFields): an error's detail names
+// "params.<field>". The model's token ids are not on the wire: WithModelTokens sets them.
+StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& proto,
+                                           SamplerMode default_sampler = SamplerMode::kReference);
+
+// What ParamsFromProto refuses whichever model the request goes to, for a door that checks before
+// it knows the model: an empty sampler passes when the fields are valid for either default
+// (reference or llada2); the model's own default is judged later. The error is llada2's when the
+// request sets one of llada2's own options, else the reference's.
+Status CheckParamsProto(const v1::GenerationParams& proto);
 
 // Every field set, as it will run (ParamsFromProto of the result gives `params` back, token ids
 // aside).

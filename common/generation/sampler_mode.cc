@@ -11,7 +11,7 @@ const char* FastModeName(CacheKind cache, DecodeRule rule) {
   return kNames[static_cast<int>(cache)][static_cast<int>(rule)];
 }
 
-const std::vector<SamplerMode>& AllSamplerModes() {
+const std::vector<SamplerMode>& LladaSamplerModes() {
   static const std::vector<SamplerMode> kModes = {
       SamplerMode::kReference,          SamplerMode::kBlockLogits,        SamplerMode::kPrefixCache,
       SamplerMode::kDualCache,          SamplerMode::kThreshold,          SamplerMode::kPrefixCacheThreshold,
@@ -21,9 +21,19 @@ const std::vector<SamplerMode>& AllSamplerModes() {
   return kModes;
 }
 
+const std::vector<SamplerMode>& AllSamplerModes() {
+  static const std::vector<SamplerMode> kModes = [] {
+    std::vector<SamplerMode> all = LladaSamplerModes();
+    all.push_back(SamplerMode::kLlada2);
+    return all;
+  }();
+  return kModes;
+}
+
 bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
   switch (mode) {
-    case SamplerMode::kReference: return false;
+    case SamplerMode::kReference:
+    case SamplerMode::kLlada2: return false;
     case SamplerMode::kBlockLogits: *cache = CacheKind::kNone; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kPrefixCache: *cache = CacheKind::kPrefix; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kDualCache: *cache = CacheKind::kDual; *rule = DecodeRule::kSchedule; return true;
@@ -38,6 +48,7 @@ bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
 }
 
 const char* SamplerModeName(SamplerMode mode) {
+  if (mode == SamplerMode::kLlada2) return "llada2";
   CacheKind cache;
   DecodeRule rule;
   if (!FastModeOf(mode, &cache, &rule)) return "reference";

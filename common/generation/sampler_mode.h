@@ -8,6 +8,8 @@
 //   threshold, factor        block_logits with a parallel decoding rule (parallel_decoding.h);
 //                            "block_logits+threshold" / "block_logits+factor" are accepted too
 //   prefix_cache+threshold, prefix_cache+factor, dual_cache+threshold, dual_cache+factor
+//   llada2                   LLaDA2.x's block diffusion (common/sampler/llada2_sampler.h): the one
+//                            mode of LLaDA2 models, which no LLaDA mode fits (block-causal attention)
 #pragma once
 
 #include <string>
@@ -31,10 +33,13 @@ enum class SamplerMode {
   kFactor,
   kPrefixCacheFactor,
   kDualCacheFactor,
+  kLlada2,
 };
 
 // Every mode, in the order above.
 const std::vector<SamplerMode>& AllSamplerModes();
+// The modes of LLaDA and LLaDA-MoE models: every mode but kLlada2.
+const std::vector<SamplerMode>& LladaSamplerModes();
 StatusOr<SamplerMode> ParseSamplerMode(const std::string& text);  // error lists the names
 const char* SamplerModeName(SamplerMode mode);
 
@@ -42,7 +47,8 @@ const char* SamplerModeName(SamplerMode mode);
 // a static string (GenerationResult::sampler points at it).
 const char* FastModeName(CacheKind cache, DecodeRule rule);
 
-// The cache kind and decoding rule of a fast mode (kReference has neither: returns false).
+// The cache kind and decoding rule of a fast mode (kReference and kLlada2 have neither: returns
+// false).
 bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
 
 }  // namespace unmask::generation

@@ -24,6 +24,15 @@ Status ValidateLengths(const GenerationParams& p) {
     return InvalidFieldError("gen_length", "must be in [1, " + Int(kMaxGenLength) + "], got " + Int(p.gen_length));
   if (p.block_length < 1) return InvalidFieldError("block_length", "must be >= 1, got " + Int(p.block_length));
   if (p.steps < 1) return InvalidFieldError("steps", "must be >= 1, got " + Int(p.steps));
+  if (p.sampler == SamplerMode::kLlada2) {
+    // LLaDA2's blocks are counted from position 0 and `steps` is per block: no divisibility.
+    if (p.block_length > kMaxGenLength)
+      return InvalidFieldError("block_length", "must be <= " + Int(kMaxGenLength) + ", got " + Int(p.block_length));
+    if (p.steps > kMaxGenLength)
+      return InvalidFieldError("steps", "must be <= " + Int(kMaxGenLength) + " (llada2: steps per block), got " +
+                                            Int(p.steps));
+    return OkStatus();
+  }
   if (p.gen_length % p.block_length != 0)
     return InvalidFieldError("block_length", "must divide gen_length (" + Int(p.gen_length) + "), got " +
                                                  Int(p.block_length));
@@ -36,7 +45,65 @@ Status ValidateLengths(const GenerationParams& p) {
   return OkStatus();
 }
 
+// LLaDA2's own options, and the LLaDA switches its generate() does not have.
+Status ValidateLlada2Fields(const GenerationParams& p) {
+  if (p.minimal_topk < 1 || p.minimal_topk > p.gen_length)
+    return InvalidFieldError("minimal_topk", "must be in [1, gen_length (" + Int(p.gen_length) + ")], got " +
+                                                 Int(p.minimal_topk));
+  if (p.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off), got " + Int(p.top_k));
+  if (!(p.top_p > 0 && p.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off), got " + Num(p.top_p));
+  const char* why = nullptr;
+  const char* field = nullptr;
+  if (p.cfg_scale != 0) {
+    field = "cfg_scale", why = "has no classifier-free guidance (0 = off)";
+  } else if (p.remasking != Remasking::kLowConfidence) {
+    field = "remasking", why = "commits the most confident tokens (low_confidence) only";
+  } else if (p.logits_eos_inf) {
+    field = "logits_eos_inf", why = "has no such switch";
+  } else if (p.confidence_eos_eot_inf) {
+    field = "confidence_eos_eot_inf", why = "has no such switch";
+  } else if (!p.early_stop) {
+    field = "early_stop", why = "always ends after the block that holds an EOS, as the official generate() does "
+                                "(eos_early_stop ends sooner)";
+  }
+  if (field != nullptr) return InvalidFieldError(field, std::string("sampler 'llada2' ") + why);
+  return OkStatus();
+}
+
+// A LLaDA mode with one of llada2's own options set.
+Status RefuseLlada2Fields(const GenerationParams& p) {
+  const char* field = p.minimal_topk != 1 ? "minimal_topk"
+                      : p.top_k != 0      ? "top_k"
+                      : p.top_p != 1      ? "top_p"
+                      : p.eos_early_stop  ? "eos_early_stop"
+                                          : nullptr;
+  if (field == nullptr) return OkStatus();
+  return InvalidFieldError(field, std::string("only sampler 'llada2' (LLaDA2's block diffusion) uses it; sampler '") +
+                                      SamplerModeName(p.sampler) + "' has no such option");
+}
+
 }  // namespace
+
+Status ValidateSamplerForModel(SamplerMode mode, const checkpoint::LladaConfig& config) {
+  const bool llada2_model = config.architecture == checkpoint::Architecture::kLlada2Moe;
+  if (llada2_model && mode != SamplerMode::kLlada2)
+    return InvalidFieldError("sampler", std::string("the model is LLaDA2 (block-causal attention): it generates with "
+                                                    "sampler 'llada2' only, got '") +
+                                            SamplerModeName(mode) + "'");
+  if (!llada2_model && mode == SamplerMode::kLlada2)
+    return InvalidFieldError("sampler", "sampler 'llada2' needs an LLaDA2 model (block-causal attention); this model is " +
+                                            std::string(config.architecture == checkpoint::Architecture::kLladaMoe
+                                                            ? "LLaDA-MoE"
+                                                            : "LLaDA") +
+                                            ": use reference or a fast mode");
+  return OkStatus();
+}
+
+std::int64_t SequenceLength(const GenerationParams& p, std::int64_t prompt_length) {
+  const std::int64_t tokens = prompt_length + p.gen_length;
+  if (p.sampler != SamplerMode::kLlada2 || p.block_length < 1) return tokens;
+  return (tokens + p.block_length - 1) / p.block_length * p.block_length;
+}
 
 Status ValidateFields(const GenerationParams& p) {
   UNMASK_RETURN_IF_ERROR(ValidateLengths(p));
@@ -49,7 +116,7 @@ Status ValidateFields(const GenerationParams& p) {
     return InvalidFieldError("attention_query_chunk", "must be in [0, " + Int(kMaxAttentionQueryChunk) +
                                                           "] (0 = the executor's default), got " +
                                                           Int(p.attention_query_chunk));
-  return OkStatus();
+  return p.sampler == SamplerMode::kLlada2 ? ValidateLlada2Fields(p) : RefuseLlada2Fields(p);
 }
 
 Status ValidateParams(const GenerationParams& p, const checkpoint::LladaConfig& config, std::int64_t prompt_length) {
@@ -62,10 +129,15 @@ Status ValidateParams(const GenerationParams& p, const checkpoint::LladaConfig& 
   UNMASK_RETURN_IF_ERROR(in_vocab("mask_id", p.mask_id));
   if (p.logits_eos_inf || p.confidence_eos_eot_inf) UNMASK_RETURN_IF_ERROR(in_vocab("eos_id", p.eos_id));
   if (p.confidence_eos_eot_inf) UNMASK_RETURN_IF_ERROR(in_vocab("eot_id", p.eot_id));
-  if (prompt_length + p.gen_length > config.max_sequence_length)
+  if (SequenceLength(p, prompt_length) > config.max_sequence_length) {
+    const bool padded = SequenceLength(p, prompt_length) != prompt_length + p.gen_length;
     return InvalidFieldError("gen_length", "prompt length + gen_length (" + Int(prompt_length) + " + " +
-                                               Int(p.gen_length) + ") exceeds the model's max_sequence_length (" +
+                                               Int(p.gen_length) + ")" +
+                                               (padded ? ", padded to whole blocks of block_length (" +
+                                                             Int(SequenceLength(p, prompt_length)) + ")," : "") +
+                                               " exceeds the model's max_sequence_length (" +
                                                Int(config.max_sequence_length) + ")");
+  }
   return OkStatus();
 }
 

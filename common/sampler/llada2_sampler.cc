@@ -20,17 +20,17 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 Status CheckOptions(const PromptBatch& prompts, const GenerationParams& p, const Llada2Options& o) {
   if (prompts.ids.size() != 1)
-    return InvalidArgumentError("prompts: LLaDA2's sampler takes one prompt, got " + std::to_string(prompts.ids.size()));
-  if (prompts.ids[0].empty()) return InvalidArgumentError("prompts: the prompt is empty");
-  if (p.gen_length < 1) return InvalidArgumentError("gen_length: must be at least 1");
-  if (p.block_length < 1) return InvalidArgumentError("block_length: must be at least 1");
-  if (p.steps < 1) return InvalidArgumentError("steps: must be at least 1");
-  if (!(p.temperature >= 0) || !std::isfinite(p.temperature)) return InvalidArgumentError("temperature: must be >= 0");
+    return InvalidFieldError("prompts", "LLaDA2's sampler takes one prompt, got " + std::to_string(prompts.ids.size()));
+  if (prompts.ids[0].empty()) return InvalidFieldError("prompts", "the prompt is empty");
+  if (p.gen_length < 1) return InvalidFieldError("gen_length", "must be at least 1");
+  if (p.block_length < 1) return InvalidFieldError("block_length", "must be at least 1");
+  if (p.steps < 1) return InvalidFieldError("steps", "must be at least 1");
+  if (!(p.temperature >= 0) || !std::isfinite(p.temperature)) return InvalidFieldError("temperature", "must be >= 0");
   if (o.minimal_topk < 1 || o.minimal_topk > p.gen_length)
-    return InvalidArgumentError("minimal_topk: must be between 1 and gen_length (" + std::to_string(p.gen_length) + ")");
-  if (!(o.threshold >= 0 && o.threshold <= 1)) return InvalidArgumentError("threshold: must be in [0, 1]");
-  if (o.top_k < 0) return InvalidArgumentError("top_k: must be >= 0 (0 = off)");
-  if (!(o.top_p > 0 && o.top_p <= 1)) return InvalidArgumentError("top_p: must be in (0, 1] (1 = off)");
+    return InvalidFieldError("minimal_topk", "must be between 1 and gen_length (" + std::to_string(p.gen_length) + ")");
+  if (!(o.threshold >= 0 && o.threshold <= 1)) return InvalidFieldError("threshold", "must be in [0, 1]");
+  if (o.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off)");
+  if (!(o.top_p > 0 && o.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off)");
   return OkStatus();
 }
 
@@ -209,6 +209,16 @@ void Llada2StepSampler::Stop() {
 
 }  // namespace
 
+Llada2Options Llada2OptionsOf(const GenerationParams& p) {
+  Llada2Options o;
+  o.threshold = p.threshold;
+  o.minimal_topk = p.minimal_topk;
+  o.top_k = p.top_k;
+  o.top_p = p.top_p;
+  o.eos_early_stop = p.eos_early_stop;
+  return o;
+}
+
 StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::LladaModel& model, const PromptBatch& prompts,
                                                               const GenerationParams& params,
                                                               const Llada2Options& options) {
@@ -216,7 +226,7 @@ StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::Llada
   const auto& config = model.config();
   UNMASK_ASSIGN_OR_RETURN(PromptBatch normal, NormalizePromptBatch(prompts, config.pad_token_id, config.embedding_size));
   if (params.mask_id < 0 || params.mask_id >= config.embedding_size)
-    return InvalidArgumentError("mask_id: " + std::to_string(params.mask_id) + " is outside the vocabulary");
+    return InvalidFieldError("mask_id", std::to_string(params.mask_id) + " is outside the vocabulary");
   try {
     return std::unique_ptr<StepSampler>(std::make_unique<Llada2StepSampler>(model, normal.ids[0], params, options));
   } catch (const std::exception& e) {

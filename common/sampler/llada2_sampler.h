@@ -37,6 +37,9 @@ struct Llada2Options {
   bool cache = true;            // keep the finished blocks' K/V (above)
 };
 
+// The options params holds (sampler llada2: common/generation/params.h), the cache on.
+Llada2Options Llada2OptionsOf(const GenerationParams& params);
+
 // The sampler for one prompt (LLaDA2's generate takes one). InvalidArgument naming the field for
 // more than one prompt or out-of-range options; the prompt's ids are checked against the vocabulary.
 StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::LladaModel& model, const PromptBatch& prompts,

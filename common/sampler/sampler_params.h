@@ -13,6 +13,7 @@
 namespace unmask::sampler {
 
 using generation::AllSamplerModes;
+using generation::LladaSamplerModes;
 using generation::CacheKind;
 using generation::DecodeRule;
 using generation::FastModeName;

@@ -7,6 +7,7 @@
 //   threshold, factor        block_logits with a parallel decoding rule (parallel_decoding.h);
 //                            "block_logits+threshold" / "block_logits+factor" are accepted too
 //   prefix_cache+threshold, prefix_cache+factor, dual_cache+threshold, dual_cache+factor
+//   llada2                   LLaDA2.x's block diffusion (llada2_sampler.h), options from params
 //
 // The fast modes share the options and semantics of fast_sampler.h (early stop on by default);
 // the reference never stops early, it always runs every step.

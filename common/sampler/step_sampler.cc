@@ -7,6 +7,7 @@
 
 #include "common/model/threading.h"
 #include "common/sampler/fast_sampler.h"
+#include "common/sampler/llada2_sampler.h"
 #include "common/sampler/reference_sampler.h"
 
 namespace unmask::sampler {
@@ -15,6 +16,7 @@ StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(SamplerMode mode, const 
                                                         const PromptBatch& prompts, const GenerationParams& params,
                                                         const FastOptions& options) {
   c10::InferenceMode inference;  // as every step runs: no autograd bookkeeping
+  if (mode == SamplerMode::kLlada2) return StartLlada2StepSampler(model, prompts, params, Llada2OptionsOf(params));
   FastOptions fast = options;
   if (FastModeOf(mode, &fast.cache, &fast.rule))
     return StartFastStepSampler(model, prompts, params, fast, FastModeName(fast.cache, fast.rule));

@@ -46,8 +46,9 @@ class StepSampler {
   virtual std::int64_t CacheBytes() const = 0;
 };
 
-// The sampler for `mode` (FastOptions as in sampler_registry.h's Generate). Errors: those of
-// StartSampling (prompts, parameters) and ValidateFastOptions, as they are.
+// The sampler for `mode` (FastOptions as in sampler_registry.h's Generate; kLlada2 takes its
+// options from params: llada2_sampler.h's Llada2OptionsOf). Errors: those of StartSampling
+// (prompts, parameters) and ValidateFastOptions, or StartLlada2StepSampler's, as they are.
 StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(SamplerMode mode, const model::LladaModel& model,
                                                         const PromptBatch& prompts, const GenerationParams& params,
                                                         const FastOptions& options = {});

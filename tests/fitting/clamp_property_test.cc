@@ -31,7 +31,7 @@ TEST(SamplerKind, AgreesWithFastModeOfForEveryMode) {
            : cache == generation::CacheKind::kDual ? SamplerKind::kDualCache
                                                    : SamplerKind::kBlockLogits;
   };
-  for (SamplerMode mode : generation::AllSamplerModes()) {
+  for (SamplerMode mode : generation::LladaSamplerModes()) {
     const std::string name = generation::SamplerModeName(mode);
     generation::CacheKind cache = generation::CacheKind::kNone;
     generation::DecodeRule rule = generation::DecodeRule::kSchedule;
@@ -112,7 +112,7 @@ std::uint64_t Needs(const LladaConfig& config, const GenerationRequest& r, std::
 TEST(ClampProperty, EveryResultIsValidFitsAndIsFullyReported) {
   std::mt19937_64 rng(20240607);
   auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
-  std::vector<SamplerMode> samplers = generation::AllSamplerModes();
+  std::vector<SamplerMode> samplers = generation::LladaSamplerModes();
   samplers.push_back(*generation::ParseSamplerMode("block_logits+threshold"));  // as the alias's name parses
   const std::vector<std::string> fields = {"gen_length", "block_length", "steps", "sampler",
                                            "attention_query_chunk", "temperature", "cfg_scale"};

@@ -324,7 +324,7 @@ model::LladaModel* FastSamplerTest::model_ = nullptr;
 TEST_F(FastSamplerTest, EveryModeUnmasksEachPositionOnceInsideItsBlock) {
   PromptBatch prompts;
   prompts.ids = {{1, 2, 3, 4, 5}, {7, 8}};  // left padding
-  for (SamplerMode mode : AllSamplerModes()) {
+  for (SamplerMode mode : LladaSamplerModes()) {
     std::vector<std::set<std::int64_t>> seen(2);
     std::int64_t events = 0;
     FastOptions o;
@@ -491,7 +491,7 @@ TEST_F(FastSamplerTest, EarlyStopInABatchStopsOnlyTheRowThatEnded) {
 }
 
 TEST_F(FastSamplerTest, EveryModeCancelsWhenTheCallbackSaysSo) {
-  for (SamplerMode mode : AllSamplerModes()) {
+  for (SamplerMode mode : LladaSamplerModes()) {
     int calls = 0;
     auto r = Generate(mode, *model_, Prompt(), Params(), FastOptions{}, [&](const StepEvent&) { return ++calls < 3; });
     EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << SamplerModeName(mode);
@@ -507,7 +507,7 @@ TEST_F(FastSamplerTest, EveryModeRefusesInvalidParamsBeforeRunning) {
       [](GenerationParams& p) { p.temperature = -1; },
       [](GenerationParams& p) { p.mask_id = 300; },
   };
-  for (SamplerMode mode : AllSamplerModes()) {
+  for (SamplerMode mode : LladaSamplerModes()) {
     for (const auto& edit : edits) {
       GenerationParams p = Params();
       edit(p);
@@ -565,7 +565,7 @@ class LogitsOnlyBackend : public model::ModelBackend {
 };
 
 TEST_F(FastSamplerTest, RegistryParsesEveryNameAndRunsTheMode) {
-  for (SamplerMode mode : AllSamplerModes()) {
+  for (SamplerMode mode : LladaSamplerModes()) {
     auto parsed = ParseSamplerMode(SamplerModeName(mode));
     ASSERT_TRUE(parsed.ok()) << SamplerModeName(mode);
     EXPECT_EQ(*parsed, mode);

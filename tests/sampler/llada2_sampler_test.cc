@@ -20,6 +20,7 @@
 
 #include "common/model/llada_model.h"
 #include "common/sampler/llada2_sampler.h"
+#include "common/sampler/sampler_registry.h"
 #include "tests/fixtures/test_paths.h"
 
 namespace unmask {
@@ -122,6 +123,74 @@ INSTANTIATE_TEST_SUITE_P(AllCases, Llada2GoldenTest,
                            return std::to_string(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) ? "_cached" : "_uncached");
                          });
+
+// The mode as the services run it: sampler llada2 in GenerationParams, through the registry
+// (sampler_registry.h), and packed with other LLaDA2 generations in one forward per step (what
+// the executor does), joining at different steps: the official ids every time.
+generation::GenerationParams AsMode(const Case& k) {
+  generation::GenerationParams p = k.params;
+  p.sampler = generation::SamplerMode::kLlada2;
+  p.threshold = k.options.threshold;
+  p.minimal_topk = k.options.minimal_topk;
+  p.top_k = k.options.top_k;
+  p.top_p = k.options.top_p;
+  p.eos_early_stop = k.options.eos_early_stop;
+  return p;
+}
+
+TEST(Llada2ModeTest, TheRegistryRunsItFromGenerationParams) {
+  for (int index : {3, 4, 8, 10, 17}) {  // sampled, minimal_topk, top-k + top-p, EOS early stop
+    const json& c = Golden()["cases"][index];
+    const Case k = CaseOf(c);
+    auto result = sampler::Generate(Model(c["model"]), k.prompts, AsMode(k));
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    EXPECT_EQ(CutAtEos(result->output[0], k.params.eos_id), c["output"].get<std::vector<std::int64_t>>()) << index;
+    EXPECT_EQ(result->steps_run, c["nfe"].get<std::int64_t>()) << index;
+    EXPECT_STREQ(result->sampler, "llada2");
+  }
+}
+
+TEST(Llada2ModeTest, GenerationsPackedTogetherGiveTheirOwnIds) {
+  std::vector<int> cases;  // every case on the default checkpoint, joining one step apart
+  for (int i = 0; i < static_cast<int>(Golden()["cases"].size()); ++i)
+    if (Golden()["cases"][i]["model"] == Golden()["cases"][0]["model"]) cases.push_back(i);
+  ASSERT_GE(cases.size(), 4u);
+  const model::LladaModel& m = Model(Golden()["cases"][0]["model"]);
+  std::vector<std::unique_ptr<sampler::StepSampler>> samplers(cases.size());
+  std::vector<sampler::GenerationResult> results(cases.size());
+  std::size_t started = 0, finished = 0;
+  for (int tick = 0; finished < cases.size() && tick < 1000; ++tick) {
+    if (started < cases.size()) {
+      const Case k = CaseOf(Golden()["cases"][cases[started]]);
+      auto s = sampler::StartStepSampler(m, k.prompts, AsMode(k));
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      samplers[started++] = std::move(*s);
+    }
+    std::vector<sampler::StepSampler*> active;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < started; ++i) {
+      if (samplers[i] && samplers[i]->running()) {
+        active.push_back(samplers[i].get());
+        which.push_back(i);
+      }
+    }
+    if (active.empty()) continue;
+    const auto events = sampler::StepTogether(m, active);
+    for (std::size_t j = 0; j < active.size(); ++j) {
+      ASSERT_TRUE(events[j].ok()) << events[j].status().ToString();
+      if (active[j]->running()) continue;
+      results[which[j]] = active[j]->Result();
+      ++finished;
+    }
+  }
+  ASSERT_EQ(finished, cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const json& c = Golden()["cases"][cases[i]];
+    EXPECT_EQ(CutAtEos(results[i].output[0], c["eos_id"]), c["output"].get<std::vector<std::int64_t>>())
+        << "case " << cases[i];
+    EXPECT_EQ(results[i].steps_run, c["nfe"].get<std::int64_t>()) << "case " << cases[i];
+  }
+}
 
 TEST(Llada2OptionsTest, BadOptionsAreRefusedByName) {
   const json& c = Golden()["cases"][0];

@@ -159,7 +159,7 @@ class StepBatchEveryModeTest : public StepBatchBase, public ::testing::TestWithP
 // blocks 8-32, guidance, temperature 0.7, random remasking), joining every third step; the mixed
 // test below runs all ten.
 TEST_P(StepBatchEveryModeTest, BatchedEqualsAloneOnTheGoldenCases) {
-  for (generation::SamplerMode mode : generation::AllSamplerModes()) {
+  for (generation::SamplerMode mode : generation::LladaSamplerModes()) {
     SCOPED_TRACE(generation::SamplerModeName(mode));
     std::vector<Job> jobs;
     for (int i : {0, 1, 3, 6, 7, 8}) {
@@ -172,7 +172,7 @@ TEST_P(StepBatchEveryModeTest, BatchedEqualsAloneOnTheGoldenCases) {
 
 // One batch mixing every mode, every case, sampled and greedy, and the same prompt with two seeds.
 TEST_P(StepBatchTest, MixedModesAndSeedsBatchedEqualAlone) {
-  const auto modes = generation::AllSamplerModes();
+  const auto modes = generation::LladaSamplerModes();
   const int cases = static_cast<int>(Golden()["cases"].size());
   std::vector<Job> jobs;
   for (int i = 0; i < cases; ++i) {
