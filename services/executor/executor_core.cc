@@ -94,7 +94,7 @@ StatusOr<std::shared_ptr<Job>> ExecutorCore::Submit(JobRequest request) {
       sampler::NormalizePromptBatch(check, m->config().pad_token_id, m->config().embedding_size).status());
   UNMASK_RETURN_IF_ERROR(
       generation::ValidateParams(request.params, m->config(), static_cast<std::int64_t>(request.prompt_ids.size())));
-  UNMASK_RETURN_IF_ERROR(generation::ValidateFields(request.params));
+  UNMASK_RETURN_IF_ERROR(generation::ValidateSamplerForModel(request.params.sampler, m->config()));
   const std::uint64_t charge = JobBytes(request, *m);
   if (charge > options_.job_budget_bytes) {
     return ResourceExhaustedError("executor " + options_.executor_id + ": the job needs " + fitting::HumanBytes(charge) +
@@ -246,9 +246,10 @@ Status ExecutorCore::Warmup() {
   sampler::PromptBatch prompts;
   prompts.ids = {{m->config().eos_token_id}};
   generation::GenerationParams p;
+  p.sampler = generation::DefaultSampler(m->config());  // the mode this model's jobs run
   p.gen_length = p.block_length = p.steps = 1;
   p.mask_id = m->config().mask_token_id;
-  return sampler::Generate(generation::SamplerMode::kReference, *m, prompts, p).status();
+  return sampler::Generate(*m, prompts, p).status();
 }
 
 CapacityReport ExecutorCore::Capacity() const {

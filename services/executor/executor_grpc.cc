@@ -9,7 +9,7 @@ StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkp
   JobRequest r;
   r.job_id = req.job_id();
   r.prompt_ids.assign(req.prompt_ids().begin(), req.prompt_ids().end());
-  UNMASK_ASSIGN_OR_RETURN(r.params, generation::ParamsFromProto(req.params()));
+  UNMASK_ASSIGN_OR_RETURN(r.params, generation::ParamsFromProto(req.params(), generation::DefaultSampler(config)));
   generation::WithModelTokens(config, r.params);
   return r;
 }

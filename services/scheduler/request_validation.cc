@@ -58,7 +58,7 @@ Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
   if (r.model().empty()) return Bad("model", "must name a model", "an empty string");
   if (r.model().size() > 256) return Bad("model", "must be at most 256 characters", std::to_string(r.model().size()));
   UNMASK_RETURN_IF_ERROR(ValidatePrompt(r));
-  UNMASK_RETURN_IF_ERROR(generation::ParamsFromProto(r.params()).status());  // the rules of every door
+  UNMASK_RETURN_IF_ERROR(generation::CheckParamsProto(r.params()));  // the rules of every door
   if (r.priority() < kMinPriority || r.priority() > kMaxPriority)
     return Bad("priority", "must be in [" + std::to_string(kMinPriority) + ", " + std::to_string(kMaxPriority) + "]",
                std::to_string(r.priority()));

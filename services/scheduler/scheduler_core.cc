@@ -137,7 +137,8 @@ StatusOr<SchedulerCore::Prepared> SchedulerCore::Prepare(const v1::GenerateReque
 
   // The one conversion (defaults included) of every door, then the clamp.
   ClampInput in{config, {}, static_cast<std::int64_t>(prompt.size()), 0, 0};
-  UNMASK_ASSIGN_OR_RETURN(in.params, generation::ParamsFromProto(r.params()));
+  UNMASK_ASSIGN_OR_RETURN(in.params, generation::ParamsFromProto(r.params(), generation::DefaultSampler(config)));
+  UNMASK_RETURN_IF_ERROR(generation::UnderField("params", generation::ValidateSamplerForModel(in.params.sampler, config)));
   generation::WithModelTokens(config, in.params);
   UNMASK_ASSIGN_OR_RETURN(Placement placed, Place(in, executors, r.model()));
   ClampOutput& out = placed.clamped;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/e2e/cli_json.h"
 #include "tests/e2e/stack.h"
 #include "tests/fixtures/test_paths.h"
 
@@ -18,36 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using nlohmann::json;
 
-std::vector<json> JsonLines(const std::string& out) {
-  std::vector<json> lines;
-  std::stringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = json::parse(line, nullptr, false);
-    if (!j.is_discarded()) lines.push_back(j);
-  }
-  return lines;
-}
-
-std::string Ids(const json& ids) {
-  std::string s;
-  for (const auto& id : ids) s += (s.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
-  return s;
-}
-
 json GoldenCase(int index, const std::string& file = "tiny-llada.golden.json") {
   std::ifstream in(TestDataPath(file));
   return json::parse(in)["cases"][index];
-}
-
-// ids of the completed event, as int64 (proto3 JSON prints int64 as strings).
-std::vector<std::int64_t> CompletedIds(const std::vector<json>& events) {
-  std::vector<std::int64_t> ids;
-  for (const auto& ev : events) {
-    if (!ev.contains("completed")) continue;
-    for (const auto& id : ev["completed"]["ids"]) ids.push_back(id.is_string() ? std::stoll(id.get<std::string>()) : id.get<std::int64_t>());
-  }
-  return ids;
 }
 
 std::string SubmitLong(const Stack& stack, int scheduler, int gen_length = 256) {
@@ -78,7 +52,7 @@ TEST(ServicesEndToEndTest, GenerateThroughTheWholeStackMatchesTheGoldenOutput) {
   EXPECT_THAT(stack.scheduler(s).output(), HasSubstr("jobs do not survive a restart"));
 
   const json c = GoldenCase(0);
-  CliResult r = stack.Cli(s, "generate --model tiny-llada --prompt-ids " + Ids(c["prompt"][0]) +
+  CliResult r = stack.Cli(s, "generate --model tiny-llada --prompt-ids " + IdList(c["prompt"][0]) +
                                  " --gen-length 16 --block-length 16 --steps 16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto events = JsonLines(r.out);
@@ -132,7 +106,7 @@ TEST(ServicesEndToEndTest, AMixtureOfExpertsCheckpointIsServedEndToEnd) {
     const json c = GoldenCase(index, "tiny-llada-moe.golden.json");
     ASSERT_EQ(c["model"], "tiny-llada-moe");
     const std::string args =
-        "generate --model tiny-llada-moe --prompt-ids " + Ids(c["prompt"][0]) + " --gen-length " +
+        "generate --model tiny-llada-moe --prompt-ids " + IdList(c["prompt"][0]) + " --gen-length " +
         std::to_string(c["gen_length"].get<int>()) + " --block-length " + std::to_string(c["block_length"].get<int>()) +
         " --steps " + std::to_string(c["steps"].get<int>()) + " --temperature " +
         std::to_string(c["temperature"].get<double>()) + " --seed " + std::to_string(c["seed"].get<int>()) + " --json";

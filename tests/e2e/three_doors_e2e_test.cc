@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/e2e/cli_json.h"
 #include "tests/e2e/stack.h"
 
 namespace unmask::testing {
@@ -20,22 +21,6 @@ using nlohmann::json;
 
 constexpr char kPrompt[] = "And God said unto Moses,";
 constexpr int kGenLength = 48;  // not a multiple of 32: the default block_length is 24
-
-json LastLineWith(const std::string& out, const std::string& key) {
-  json found;
-  std::stringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    auto j = json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains(key)) found = j;
-  }
-  return found;
-}
-
-std::vector<std::int64_t> Ids(const json& array) {
-  std::vector<std::int64_t> ids;
-  for (const auto& v : array) ids.push_back(v.is_string() ? std::stoll(v.get<std::string>()) : v.get<std::int64_t>());
-  return ids;
-}
 
 TEST(ThreeDoorsEndToEndTest, TheSameRequestGivesTheSameIdsThroughEngineGrpcAndHttp) {
   Stack stack(UNMASK_MODELS_DIR "/unmask-kjv", "unmask-kjv");
@@ -52,7 +37,7 @@ TEST(ThreeDoorsEndToEndTest, TheSameRequestGivesTheSameIdsThroughEngineGrpcAndHt
   ASSERT_EQ(engine.exit_code, 0) << engine.out;
   const json e = LastLineWith(engine.out, "output");
   ASSERT_FALSE(e.is_null()) << engine.out;
-  const std::vector<std::int64_t> engine_ids = Ids(e["output"][0]);
+  const std::vector<std::int64_t> engine_ids = IdsOf(e["output"][0]);
   const std::string engine_text = e["text"][0];
   EXPECT_EQ(e["steps_run"], kGenLength) << "steps defaults to gen_length";
   ASSERT_FALSE(engine_ids.empty());
@@ -68,7 +53,7 @@ TEST(ThreeDoorsEndToEndTest, TheSameRequestGivesTheSameIdsThroughEngineGrpcAndHt
   EXPECT_EQ(std::stoll(params["steps"].get<std::string>()), kGenLength) << params;
   const json completed = LastLineWith(grpc.out, "completed");
   ASSERT_FALSE(completed.is_null()) << grpc.out;
-  EXPECT_EQ(Ids(completed["completed"]["ids"]), engine_ids);
+  EXPECT_EQ(IdsOf(completed["completed"]["ids"]), engine_ids);
   EXPECT_EQ(completed["completed"]["text"], engine_text);
 
   // 3. The HTTP API (OpenAI completions; its text ends at EOS as --stop-at-eos does).
@@ -87,7 +72,7 @@ TEST(ThreeDoorsEndToEndTest, TheSameRequestGivesTheSameIdsThroughEngineGrpcAndHt
   ASSERT_EQ(job.exit_code, 0) << job.out;
   const json info = json::parse(job.out, nullptr, false);
   ASSERT_FALSE(info.is_discarded()) << job.out;
-  EXPECT_EQ(Ids(info["result"]["ids"]), engine_ids) << job.out;
+  EXPECT_EQ(IdsOf(info["result"]["ids"]), engine_ids) << job.out;
 }
 
 }  // namespace

@@ -57,6 +57,27 @@ TEST(OpenAiRequestTest, ChatFieldsBecomeTheCoreRequest) {
   EXPECT_TRUE(r->include_usage);
 }
 
+TEST(OpenAiRequestTest, Llada2FieldsBecomeTheCoreRequest) {
+  json body = Completion();
+  body.update({{"sampler", "llada2"}, {"max_tokens", 100}, {"block_length", 32}, {"steps", 16}, {"temperature", 0.7},
+               {"top_p", 0.9}, {"top_k", 40}, {"minimal_topk", 2}, {"eos_early_stop", true}, {"threshold", 0.8}});
+  auto r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();  // 32 need not divide 100 for llada2
+  const auto& p = r->generate.params();
+  EXPECT_EQ(p.sampler(), "llada2");
+  EXPECT_DOUBLE_EQ(p.top_p(), 0.9);
+  EXPECT_EQ(p.top_k(), 40);
+  EXPECT_EQ(p.minimal_topk(), 2);
+  EXPECT_TRUE(p.eos_early_stop());
+  EXPECT_DOUBLE_EQ(p.threshold(), 0.8);
+  // Without a sampler the model decides later: llada2's options pass here (an LLaDA2 model takes
+  // them; another model refuses them then, by name).
+  body.erase("sampler");
+  body.erase("max_tokens");
+  body.erase("block_length");
+  EXPECT_TRUE(ParseOpenAiRequest(Endpoint::kCompletions, body).ok());
+}
+
 TEST(OpenAiRequestTest, UnsetAndNullFieldsLeaveTheCoreDefaults) {
   json body = Chat();
   body.update({{"max_tokens", nullptr}, {"stop", nullptr}, {"temperature", nullptr}, {"seed", nullptr},
@@ -176,10 +197,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"max_completion_tokens": -1})", "max_tokens"},
         BadCase{kText, R"({"steps": 0})", "steps"}, BadCase{kText, R"({"steps": "many"})", "steps"},
         BadCase{kText, R"({"block_length": -4})", "block_length"},
-        // The generation library's rules over the whole (as every door's): fuzz/regressions.
-        BadCase{kText, R"({"max_tokens": 16, "block_length": 8, "steps": 13})", "steps"},
-        BadCase{kText, R"({"max_tokens": 16, "steps": 32})", "steps"},
-        BadCase{kChat, R"({"max_tokens": 16, "block_length": 5})", "block_length"},
+        // The generation library's rules over the whole (as every door's): fuzz/regressions. A
+        // request that names no sampler is judged by the model's default later (llada2 takes
+        // these lengths), so these name theirs.
+        BadCase{kText, R"({"max_tokens": 16, "block_length": 8, "steps": 13, "sampler": "reference"})", "steps"},
+        BadCase{kText, R"({"max_tokens": 16, "steps": 32, "sampler": "dual_cache"})", "steps"},
+        BadCase{kChat, R"({"max_tokens": 16, "block_length": 5, "sampler": "reference"})", "block_length"},
+        BadCase{kChat, R"({"max_tokens": 16, "block_length": 0, "sampler": "llada2"})", "block_length"},
         BadCase{kText, R"({"temperature": -0.1})", "temperature"}, BadCase{kText, R"({"temperature": "hot"})", "temperature"},
         BadCase{kText, R"({"temperature": 101})", "temperature"}, BadCase{kText, R"({"cfg_scale": -1})", "cfg_scale"},
         BadCase{kText, R"({"threshold": 0})", "threshold"}, BadCase{kText, R"({"threshold": 1.5})", "threshold"},
@@ -201,7 +225,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"early_stop": {}})", "early_stop"},
         BadCase{kText, R"({"logprobs": 2})", "logprobs"}, BadCase{kChat, R"({"logprobs": true})", "logprobs"},
         BadCase{kText, R"({"echo": true})", "echo"}, BadCase{kText, R"({"best_of": 3})", "best_of"},
-        BadCase{kText, R"({"top_p": 0.9})", "top_p"}, BadCase{kText, R"({"presence_penalty": 0.5})", "presence_penalty"},
+        BadCase{kText, R"({"top_p": 0})", "top_p"}, BadCase{kText, R"({"top_p": 1.5})", "top_p"},
+        BadCase{kChat, R"({"top_p": "all"})", "top_p"}, BadCase{kText, R"({"sampler": "dual_cache", "top_p": 0.9})", "top_p"},
+        BadCase{kText, R"({"top_k": -1})", "top_k"}, BadCase{kText, R"({"top_k": 2.5})", "top_k"},
+        BadCase{kChat, R"({"minimal_topk": 0})", "minimal_topk"}, BadCase{kText, R"({"minimal_topk": "2"})", "minimal_topk"},
+        BadCase{kText, R"({"max_tokens": 8, "minimal_topk": 9})", "minimal_topk"},
+        BadCase{kChat, R"({"eos_early_stop": "yes"})", "eos_early_stop"},
+        BadCase{kText, R"({"sampler": "reference", "eos_early_stop": true})", "eos_early_stop"},
+        BadCase{kText, R"({"sampler": "llada2", "cfg_scale": 1})", "cfg_scale"},
+        BadCase{kText, R"({"sampler": "llada2", "remasking": "random"})", "remasking"},
+        BadCase{kText, R"({"presence_penalty": 0.5})", "presence_penalty"},
         BadCase{kChat, R"({"tools": [{"type": "function"}]})", "tools"},
         BadCase{kChat, R"({"response_format": {"type": "json_object"}})", "response_format"},
         BadCase{kText, R"({"suffix": "end"})", "suffix"}));

@@ -20,11 +20,11 @@ namespace {
 struct GenerateFlags {
   std::string model, prompt, chat, system, prompt_ids, sampler, remasking = "low_confidence", idempotency_key;
   std::string early_stop;  // "", "on" or "off"; empty = the server's default (on for the fast samplers)
-  std::int64_t gen_length = 0, block_length = 0, steps = 0;
-  double temperature = 0, cfg_scale = 0, threshold = 0, deadline = 0;
+  std::int64_t gen_length = 0, block_length = 0, steps = 0, top_k = 0, minimal_topk = 0;
+  double temperature = 0, cfg_scale = 0, threshold = 0, factor = 0, top_p = 0, deadline = 0;
   std::uint64_t seed = 0;
   int priority = 0, n = 0;
-  bool json = false, no_live = false, stop_at_eos = false, no_early_stop = false;
+  bool json = false, no_live = false, stop_at_eos = false, no_early_stop = false, eos_early_stop = false;
 };
 
 void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
@@ -39,8 +39,15 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--temperature", f.temperature, "Sampling temperature");
   cmd->add_option("--cfg-scale", f.cfg_scale, "Classifier-free guidance scale");
   cmd->add_option("--remasking", f.remasking, "low_confidence or random")->capture_default_str();
-  cmd->add_option("--sampler", f.sampler, "reference, block_logits, dual_cache+threshold, ...");
-  cmd->add_option("--threshold", f.threshold, "Confidence threshold for parallel decoding");
+  cmd->add_option("--sampler", f.sampler,
+                  "reference, block_logits, dual_cache+threshold, ..., llada2 (default: the model's: llada2 for "
+                  "LLaDA2 models, else reference)");
+  cmd->add_option("--threshold", f.threshold, "Confidence threshold for parallel decoding and llada2 (default 0.9, llada2 0.95)");
+  cmd->add_option("--factor", f.factor, "Factor of the factor rule (default 1)");
+  cmd->add_option("--top-k", f.top_k, "llada2 with --temperature: keep the k most likely tokens (0 = off)");
+  cmd->add_option("--top-p", f.top_p, "llada2 with --temperature: nucleus probability in (0, 1] (default 1 = off)");
+  cmd->add_option("--minimal-topk", f.minimal_topk, "llada2: steps per block at most gen-length / this (default 1)");
+  cmd->add_flag("--eos-early-stop", f.eos_early_stop, "llada2: stop once an EOS is committed with nothing masked before it");
   cmd->add_option("--seed", f.seed, "Seed");
   cmd->add_option("--priority", f.priority, "-10..10, higher first");
   cmd->add_option("--deadline", f.deadline, "Seconds until a queued job expires (0 = none)");
@@ -97,6 +104,11 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   }
   p->set_sampler(f.sampler);
   p->set_threshold(f.threshold);
+  p->set_factor(f.factor);
+  p->set_top_k(f.top_k);
+  p->set_top_p(f.top_p);
+  p->set_minimal_topk(f.minimal_topk);
+  p->set_eos_early_stop(f.eos_early_stop);
   p->set_seed(f.seed);
   p->set_stop_at_eos(f.stop_at_eos);
   if (f.no_early_stop && !f.early_stop.empty() && f.early_stop != "off")

@@ -1,6 +1,7 @@
 #include "tools/unmask_engine/generate_command.h"
 
 #include "common/generation/field_names.h"
+#include "common/generation/validate.h"
 
 #include <sys/stat.h>
 
@@ -112,16 +113,22 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
                ? 2
                : 1;
   };
+  // The model's architecture decides the default sampler, and with it the other defaults.
+  auto config = checkpoint::LladaConfig::FromFile(o.model_dir + "/config.json");
+  if (!config.ok()) return fail(config.status());
   generation::GenerationParams params = o.params;
+  auto mode = o.sampler.empty() ? StatusOr<generation::SamplerMode>(generation::DefaultSampler(*config))
+                                : generation::ParseSamplerMode(o.sampler);
+  if (!mode.ok()) return fail(AsFlagError(mode.status()));
+  params.sampler = *mode;
   generation::ResolveLengths(o.gen_length, o.block_length, o.steps, params);
+  generation::ResolveThreshold(o.threshold, params);
   auto remasking = generation::ParseRemasking(o.remasking);
   if (!remasking.ok()) return fail(AsFlagError(remasking.status()));
   params.remasking = *remasking;
-  auto mode = generation::ParseSamplerMode(o.sampler);
-  if (!mode.ok()) return fail(AsFlagError(mode.status()));
-  params.sampler = *mode;
   params.early_stop = !o.no_early_stop;
   if (Status s = generation::ValidateFields(params); !s.ok()) return fail(AsFlagError(s));
+  if (Status s = generation::ValidateSamplerForModel(params.sampler, *config); !s.ok()) return fail(AsFlagError(s));
   model::ComputeSetupOptions setup_options;
   setup_options.threads = o.threads;
   setup_options.gemm = o.gemm;
@@ -146,8 +153,7 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
 
   auto model = model::LladaModel::Load(o.model_dir, mopts);
   if (!model.ok()) return fail(model.status());
-  const auto& config = (*model)->config();
-  generation::WithModelTokens(config, params);
+  generation::WithModelTokens((*model)->config(), params);
 
   nlohmann::json per_step = nlohmann::json::array();
   auto result = sampler::Generate(**model, prompts, params, [&](const sampler::StepEvent& ev) {
@@ -213,10 +219,11 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--system", opts->system, "System turn for --chat");
   cmd->add_option("--tokenizer", opts->tokenizer, "tokenizer.json (default: the model's own)");
   cmd->add_flag("--stop-at-eos", opts->params.stop_at_eos, "Cut the output at the first EOS / EoT");
-  cmd->add_option("--steps", opts->steps, "Diffusion steps in total (default: gen-length)");
+  cmd->add_option("--steps", opts->steps,
+                  "Diffusion steps in total (default: gen-length); llada2: steps per block (default: block-length)");
   cmd->add_option("--gen-length", opts->gen_length, "Tokens to generate (default: 128)");
   cmd->add_option("--block-length", opts->block_length,
-                  "Semi-autoregressive block length (default: the largest divisor of gen-length up to 32)");
+                  "Semi-autoregressive block length (default: the largest divisor of gen-length up to 32; llada2: 32)");
   cmd->add_option("--temperature", opts->params.temperature, "Gumbel noise temperature (0 = greedy)")->capture_default_str();
   cmd->add_option("--cfg-scale", opts->params.cfg_scale, "Classifier-free guidance scale")->capture_default_str();
   cmd->add_option("--remasking", opts->remasking, "low_confidence or random")->capture_default_str();
@@ -230,11 +237,20 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--attention-chunk", opts->attention_chunk, "Query rows per attention chunk (0 = all)")->capture_default_str();
   cmd->add_option("--sampler", opts->sampler,
                   "reference (the official algorithm) or a fast mode: block_logits, prefix_cache, dual_cache, threshold, "
-                  "factor, prefix_cache+threshold, dual_cache+threshold, prefix_cache+factor, dual_cache+factor")
-      ->capture_default_str();
-  cmd->add_option("--threshold", opts->params.threshold, "Confidence threshold of the threshold rule, in [0, 1]")->capture_default_str();
+                  "factor, prefix_cache+threshold, dual_cache+threshold, prefix_cache+factor, dual_cache+factor; llada2 "
+                  "(LLaDA2's block diffusion). Default: llada2 for an LLaDA2 model, else reference");
+  cmd->add_option("--threshold", opts->threshold,
+                  "Confidence threshold of the threshold rule and llada2, in [0, 1] (default 0.9; llada2 0.95)");
   cmd->add_option("--factor", opts->params.factor, "Factor of the factor rule, > 0")->capture_default_str();
   cmd->add_flag("--no-early-stop", opts->no_early_stop, "Fast modes: do not stop when a block ends in EOS");
+  cmd->add_option("--minimal-topk", opts->params.minimal_topk, "llada2: steps per block at most gen-length / this")
+      ->capture_default_str();
+  cmd->add_option("--top-k", opts->params.top_k, "llada2 with --temperature: keep the k most likely tokens (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", opts->params.top_p, "llada2 with --temperature: nucleus probability in (0, 1] (1 = off)")
+      ->capture_default_str();
+  cmd->add_flag("--eos-early-stop", opts->params.eos_early_stop,
+                "llada2: stop once an EOS is committed with nothing masked before it");
   cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per usable core)")->capture_default_str();
   cmd->add_option("--gemm", opts->gemm,
                   "Float32 products with few rows: auto (unmask's widest kernel this CPU runs, never repacking the "

@@ -23,11 +23,15 @@ struct GenerateOptions {
   std::string tokenizer;                // default: <model>/tokenizer.json
   // The generation parameters. The lengths left out get the defaults of every door
   // (generation::ResolveLengths: gen_length 128, block_length the largest divisor of it up to 32,
-  // steps = gen_length); params holds the rest (stop_at_eos, threshold, factor, ...).
+  // steps = gen_length; llada2: block 32, steps per block = block_length); params holds the rest
+  // (stop_at_eos, factor, llada2's options, ...).
   std::optional<std::int64_t> gen_length, block_length, steps;
+  std::optional<double> threshold;  // default: the sampler's (generation::ResolveThreshold)
   generation::GenerationParams params;
   std::string remasking = "low_confidence";
-  std::string sampler = "reference";  // any name of common/generation/sampler_mode.h, e.g. dual_cache+threshold
+  // Any name of common/generation/sampler_mode.h, e.g. dual_cache+threshold; empty: the model's
+  // default (generation::DefaultSampler: llada2 for an LLaDA2 model, else reference).
+  std::string sampler;
   bool no_early_stop = false;         // fast modes: run every block even after one ends in EOS
   std::string precision = "auto";      // auto | fp32 | bf16 | fp16 (model/cpu_features.h chooses for auto)
   std::string device = "cpu";

@@ -77,8 +77,6 @@ Status RefuseUnsupported(const json& body) {
   }
   if (const json* v = Field(body, "best_of"); v && !(v->is_number_integer() && v->get<std::int64_t>() == 1))
     return Bad("best_of", "only 1 is supported", *v);
-  if (const json* v = Field(body, "top_p"); v && !(v->is_number() && v->get<double>() == 1.0))
-    return Bad("top_p", "only 1 is supported (diffusion sampling draws from the whole distribution)", *v);
   for (const char* key : {"presence_penalty", "frequency_penalty"}) {
     if (const json* v = Field(body, key); v && !(v->is_number() && v->get<double>() == 0.0))
       return Bad(key, "only 0 is supported", *v);
@@ -177,8 +175,56 @@ Status ParseStop(const json& body, OpenAiRequest& out) {
 // The generation library's rules over the parameters as a whole (divisibility of the lengths,
 // ...), the same as every other door's, said in the HTTP API's field names.
 Status CheckParams(const v1::GenerationParams& params) {
-  const Status s = generation::ParamsFromProto(params).status();
+  const Status s = generation::CheckParamsProto(params);
   return s.field().empty() ? s : generation::RenameField(s, OpenAiFieldName(s.field()));
+}
+
+// The sampler and its options: the mode, the decoding rules' threshold / factor, the LLaDA
+// switches and llada2's own options (the generation library judges which mode takes which).
+Status ParseSamplerFields(const json& body, v1::GenerationParams& p) {
+  if (const json* v = Field(body, "sampler")) {
+    UNMASK_ASSIGN_OR_RETURN(std::string name, String(*v, "sampler", 64));
+    auto mode = generation::ParseSamplerMode(name);
+    if (!mode.ok()) return mode.status().WithContext("sampler").WithField("sampler");
+    p.set_sampler(name);
+  }
+  if (const json* v = Field(body, "remasking")) {
+    if (!v->is_string() || (*v != "low_confidence" && *v != "random"))
+      return Bad("remasking", "must be \"low_confidence\" or \"random\"", *v);
+    p.set_remasking(*v == "random" ? v1::REMASKING_RANDOM : v1::REMASKING_LOW_CONFIDENCE);
+  }
+  if (const json* v = Field(body, "early_stop")) {
+    if (!v->is_boolean()) return Bad("early_stop", "must be true or false (absent = on for the fast samplers)", *v);
+    p.set_early_stop(v->get<bool>());
+  }
+  if (const json* v = Field(body, "threshold")) {
+    UNMASK_ASSIGN_OR_RETURN(double t, Number(*v, "threshold", 0, 1, "must be a number in (0, 1]"));
+    if (t == 0) return Bad("threshold", "must be a number in (0, 1]", *v);
+    p.set_threshold(t);
+  }
+  if (const json* v = Field(body, "factor")) {
+    UNMASK_ASSIGN_OR_RETURN(double f, Number(*v, "factor", 0, 1e6, "must be a number > 0"));
+    if (f == 0) return Bad("factor", "must be a number > 0", *v);
+    p.set_factor(f);
+  }
+  if (const json* v = Field(body, "top_p")) {  // llada2 only, but 1 (off) everywhere
+    UNMASK_ASSIGN_OR_RETURN(double t, Number(*v, "top_p", 0, 1, "must be a number in (0, 1] (1 = off)"));
+    if (t == 0) return Bad("top_p", "must be a number in (0, 1] (1 = off)", *v);
+    p.set_top_p(t);
+  }
+  if (const json* v = Field(body, "top_k")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "top_k", 0, INT32_MAX));
+    p.set_top_k(n);
+  }
+  if (const json* v = Field(body, "minimal_topk")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "minimal_topk", 1, kMaxGenLength));
+    p.set_minimal_topk(n);
+  }
+  if (const json* v = Field(body, "eos_early_stop")) {
+    if (!v->is_boolean()) return Bad("eos_early_stop", "must be true or false (llada2 only; absent = false)", *v);
+    p.set_eos_early_stop(v->get<bool>());
+  }
+  return OkStatus();
 }
 
 Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest& out) {
@@ -212,35 +258,10 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
     UNMASK_ASSIGN_OR_RETURN(double s, Number(*v, "cfg_scale", 0, 100, "must be a number in [0, 100] (0 = off)"));
     p.set_cfg_scale(s);
   }
-  if (const json* v = Field(body, "threshold")) {
-    UNMASK_ASSIGN_OR_RETURN(double t, Number(*v, "threshold", 0, 1, "must be a number in (0, 1]"));
-    if (t == 0) return Bad("threshold", "must be a number in (0, 1]", *v);
-    p.set_threshold(t);
-  }
-  if (const json* v = Field(body, "factor")) {
-    UNMASK_ASSIGN_OR_RETURN(double f, Number(*v, "factor", 0, 1e6, "must be a number > 0"));
-    if (f == 0) return Bad("factor", "must be a number > 0", *v);
-    p.set_factor(f);
-  }
   if (const json* v = Field(body, "seed")) {
     if (!v->is_number_integer() || (v->is_number_integer() && !v->is_number_unsigned() && v->get<std::int64_t>() < 0))
       return Bad("seed", "must be a non-negative integer", *v);
     p.set_seed(v->get<std::uint64_t>());
-  }
-  if (const json* v = Field(body, "sampler")) {
-    UNMASK_ASSIGN_OR_RETURN(std::string name, String(*v, "sampler", 64));
-    auto mode = generation::ParseSamplerMode(name);
-    if (!mode.ok()) return mode.status().WithContext("sampler").WithField("sampler");
-    p.set_sampler(name);
-  }
-  if (const json* v = Field(body, "remasking")) {
-    if (!v->is_string() || (*v != "low_confidence" && *v != "random"))
-      return Bad("remasking", "must be \"low_confidence\" or \"random\"", *v);
-    p.set_remasking(*v == "random" ? v1::REMASKING_RANDOM : v1::REMASKING_LOW_CONFIDENCE);
-  }
-  if (const json* v = Field(body, "early_stop")) {
-    if (!v->is_boolean()) return Bad("early_stop", "must be true or false (absent = on for the fast samplers)", *v);
-    p.set_early_stop(v->get<bool>());
   }
   if (const json* v = Field(body, "priority")) {
     UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "priority", kMinPriority, kMaxPriority));
@@ -251,6 +272,7 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
                                              "must be a number of seconds in [0, 604800] (0 = none)"));
     out.generate.set_deadline_seconds(d);
   }
+  UNMASK_RETURN_IF_ERROR(ParseSamplerFields(body, p));
   return CheckParams(*out.generate.mutable_params());
 }
 
