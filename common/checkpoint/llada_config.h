@@ -69,6 +69,9 @@ struct LladaConfig {
   // RoPE rotates the first int(head_dim * factor) dims of each head (NeoX rotate_half style).
   double partial_rotary_factor = 1.0;
   bool qk_norm = false;  // RMSNorm over head_dim on q and k before RoPE (weights shared by heads)
+  // LLaDA2.1 (model_type "llada21_moe"): LLaDA2's architecture, generating with token editing
+  // (sampler llada21) by default.
+  bool token_editing = false;
   MoeConfig moe;
 
   std::int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : d_model / n_heads; }

@@ -29,9 +29,9 @@ std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 StatusOr<Architecture> ArchitectureFromModelType(const std::string& model_type, const std::string& source) {
   if (model_type.empty() || model_type == "llada") return Architecture::kLlada;
   if (model_type == "lladamoe") return Architecture::kLladaMoe;
-  if (model_type == "llada2_moe") return Architecture::kLlada2Moe;
+  if (model_type == "llada2_moe" || model_type == "llada21_moe") return Architecture::kLlada2Moe;
   return UnimplementedError(source + ": 'model_type' = " + Quoted(model_type) +
-                            " is not supported (llada, lladamoe, llada2_moe)");
+                            " is not supported (llada, lladamoe, llada2_moe, llada21_moe)");
 }
 
 // The fields both MoE architectures name alike (Hugging Face style).
@@ -285,6 +285,10 @@ StatusOr<LladaConfig> ParseMoeFamilyConfig(const json& j, Architecture arch, con
     UNMASK_RETURN_IF_ERROR(ReadLladaMoeFields(j, source, c));
   } else {
     UNMASK_RETURN_IF_ERROR(ReadLlada2Fields(j, source, c));
+    std::string model_type;  // already read and checked by ArchitectureOf
+    UNMASK_RETURN_IF_ERROR(ReadField(j, "model_type", model_type, source, false));
+    c.token_editing = model_type == "llada21_moe";
+    if (c.token_editing && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;  // LLaDA2.1's config class: 0 = MHA
   }
   UNMASK_RETURN_IF_ERROR(ValidateShape(c, source));
   UNMASK_RETURN_IF_ERROR(ValidateExperts(c, source));

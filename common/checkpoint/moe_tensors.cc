@@ -73,7 +73,7 @@ json Llada2Fields(const LladaConfig& c) {
   std::int64_t first_dense = 0;
   while (first_dense < c.n_layers && !m.is_moe_layer(first_dense)) ++first_dense;
   return {{"architectures", {"LLaDA2MoeModelLM"}},
-          {"model_type", "llada2_moe"},
+          {"model_type", c.token_editing ? "llada21_moe" : "llada2_moe"},
           {"head_dim", c.head_dim()},
           {"intermediate_size", c.mlp_hidden_size},
           {"moe_intermediate_size", m.expert_hidden_size},

@@ -94,7 +94,7 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
   GenerationRequest& r = c.request();
 
   // LLaDA2 pads the canvas to whole blocks (counted from position 0): what must fit is the padding.
-  const bool llada2 = asked.params.sampler == generation::SamplerMode::kLlada2;
+  const bool llada2 = generation::IsBlockDiffusion(asked.params.sampler);
   const auto within_model = [&](std::int64_t gen, std::int64_t block) {
     GenerationRequest t = asked;
     t.params.gen_length = gen;

@@ -74,7 +74,7 @@ void Clamper::SetLengths(const Lengths& l, const std::string& why_gen, const std
 
 void Clamper::FinishSteps() {
   if (r_.params.gen_length == asked_.params.gen_length && r_.params.block_length == asked_.params.block_length) return;
-  if (r_.params.sampler == generation::SamplerMode::kLlada2) {  // steps per block
+  if (generation::IsBlockDiffusion(r_.params.sampler)) {  // steps per block
     if (r_.params.block_length == asked_.params.block_length) return;
     const double per_token = static_cast<double>(asked_.params.steps) / asked_.params.block_length;
     const std::int64_t steps = std::max<std::int64_t>(1, std::llround(per_token * r_.params.block_length));

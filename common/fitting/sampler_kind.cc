@@ -18,7 +18,7 @@ const char* SamplerKindName(SamplerKind kind) {
 }
 
 SamplerKind SamplerKindOf(SamplerMode mode) {
-  if (mode == SamplerMode::kLlada2) return SamplerKind::kLlada2;
+  if (generation::IsBlockDiffusion(mode)) return SamplerKind::kLlada2;
   CacheKind cache;
   DecodeRule rule;
   if (!generation::FastModeOf(mode, &cache, &rule)) return SamplerKind::kReference;
@@ -31,7 +31,7 @@ SamplerKind SamplerKindOf(SamplerMode mode) {
 }
 
 SamplerMode WithSamplerKind(SamplerMode mode, SamplerKind kind) {
-  if (mode == SamplerMode::kLlada2 || kind == SamplerKind::kLlada2) return mode;
+  if (generation::IsBlockDiffusion(mode) || kind == SamplerKind::kLlada2) return mode;
   CacheKind cache = CacheKind::kNone;
   DecodeRule rule = DecodeRule::kSchedule;
   generation::FastModeOf(mode, &cache, &rule);

@@ -12,7 +12,7 @@ enum class SamplerKind {
   kBlockLogits,  // full forward every step, logits for the current block only
   kPrefixCache,  // + K/V of every layer kept between steps
   kDualCache,    // + K/V of every layer kept between steps
-  kLlada2,       // LLaDA2: the window padded to whole blocks, its K/V kept, logits for the block
+  kLlada2,       // llada2, llada21: the window padded to whole blocks, its K/V kept, logits for the block
 };
 const char* SamplerKindName(SamplerKind kind);  // "reference", "block_logits", ...
 

@@ -13,7 +13,7 @@ const char* RemaskingName(Remasking r) { return r == Remasking::kRandom ? "rando
 void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
                     std::optional<std::int64_t> steps, GenerationParams& p) {
   p.gen_length = gen_length.value_or(kDefaultGenLength);
-  const bool llada2 = p.sampler == SamplerMode::kLlada2;
+  const bool llada2 = IsBlockDiffusion(p.sampler);
   if (block_length) {
     p.block_length = *block_length;
   } else if (llada2) {
@@ -31,11 +31,12 @@ void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::i
 }
 
 void ResolveThreshold(std::optional<double> threshold, GenerationParams& p) {
-  p.threshold = threshold.value_or(p.sampler == SamplerMode::kLlada2 ? kDefaultLlada2Threshold : kDefaultThreshold);
+  p.threshold = threshold.value_or(IsBlockDiffusion(p.sampler) ? kDefaultLlada2Threshold : kDefaultThreshold);
 }
 
 SamplerMode DefaultSampler(const checkpoint::LladaConfig& config) {
-  return config.architecture == checkpoint::Architecture::kLlada2Moe ? SamplerMode::kLlada2 : SamplerMode::kReference;
+  if (config.architecture != checkpoint::Architecture::kLlada2Moe) return SamplerMode::kReference;
+  return config.token_editing ? SamplerMode::kLlada21 : SamplerMode::kLlada2;
 }
 
 void WithModelTokens(const checkpoint::LladaConfig& config, GenerationParams& p) {

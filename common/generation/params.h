@@ -33,6 +33,7 @@ constexpr double kMaxFactor = 1e6;
 // The threshold of the threshold modes when a request gives none; LLaDA2's generate() uses 0.95.
 constexpr double kDefaultThreshold = 0.9;
 constexpr double kDefaultLlada2Threshold = 0.95;
+constexpr std::int64_t kMaxPostSteps = 1024;
 
 struct GenerationParams {
   std::int64_t gen_length = kDefaultGenLength;  // tokens to generate
@@ -53,12 +54,19 @@ struct GenerationParams {
   bool stop_at_eos = false;  // cut the returned ids at the first EOS / EOT
   std::int64_t attention_query_chunk = 0;  // > 0: attention in chunks of this many query rows; 0: the executor's
 
-  // llada2 only (LLaDA2MoeModelLM.generate's arguments; any other mode refuses a value but the
-  // default). There `steps` counts the steps of each block, capped at gen_length / minimal_topk.
+  // The block-diffusion modes only (LLaDA2MoeModelLM.generate's arguments; any other mode refuses
+  // a value but the default). There `steps` counts the steps of each block, capped at gen_length /
+  // minimal_topk (llada21's generate() computes that cap and uses neither).
   std::int64_t minimal_topk = 1;  // in [1, gen_length]
   std::int64_t top_k = 0;         // temperature > 0: keep the k most likely tokens; 0 = off
   double top_p = 1.0;             // temperature > 0: nucleus of probability top_p, in (0, 1]; 1 = off
   bool eos_early_stop = false;    // stop once an EOS is committed with nothing masked before it
+  // llada21 only (token editing): a committed token of the current block is replaced by a new
+  // sample whose probability is above editing_threshold; a block runs at most max_post_steps
+  // steps once it has no mask left; each step commits at least num_to_transfer masked tokens.
+  double editing_threshold = 0.9;    // in [0, 1]
+  std::int64_t max_post_steps = 16;  // in [0, kMaxPostSteps]
+  std::int64_t num_to_transfer = 1;  // in [1, block_length]
 
   // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
   // official code fixes them to LLaDA-8B's, the defaults here).
@@ -72,18 +80,20 @@ struct GenerationParams {
 //   gen_length    128
 //   block_length  the largest divisor of gen_length not above 32 (32 when gen_length is a
 //                 multiple of 32, as in the official examples; gen_length itself when shorter);
-//                 llada2: 32 (LLaDA2's blocks are counted from position 0, they need not divide it)
-//   steps         gen_length (one token unmasked per step); llada2: block_length (steps per block)
+//                 llada2, llada21: 32 (their blocks are counted from position 0, they need not
+//                 divide it)
+//   steps         gen_length (one token unmasked per step); llada2, llada21: block_length (steps
+//                 per block)
 // A length that is given is kept as it is, valid or not (ValidateFields judges it).
 void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
                     std::optional<std::int64_t> steps, GenerationParams& params);
 
 // The threshold, or when none is given the default of params.sampler (set it first):
-// kDefaultLlada2Threshold for llada2, kDefaultThreshold otherwise.
+// kDefaultLlada2Threshold for the block-diffusion modes, kDefaultThreshold otherwise.
 void ResolveThreshold(std::optional<double> threshold, GenerationParams& params);
 
-// The mode a request that names none runs on this model: llada2 on an LLaDA2 model (the only mode
-// it has), the reference on LLaDA and LLaDA-MoE.
+// The mode a request that names none runs on this model: llada21 on an LLaDA2.1 model, llada2 on
+// an LLaDA2.0 one, the reference on LLaDA and LLaDA-MoE.
 SamplerMode DefaultSampler(const checkpoint::LladaConfig& config);
 
 // The mask / EOS / EOT ids of the model.

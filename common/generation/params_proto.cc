@@ -51,6 +51,9 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, Sampl
   p.top_k = in.top_k();
   if (in.top_p() != 0) p.top_p = in.top_p();
   p.eos_early_stop = in.eos_early_stop();
+  if (in.has_editing_threshold()) p.editing_threshold = in.editing_threshold();
+  if (in.has_max_post_steps()) p.max_post_steps = in.max_post_steps();
+  if (in.num_to_transfer() != 0) p.num_to_transfer = in.num_to_transfer();
   Status valid = ValidateFields(p);
   if (!valid.ok()) return UnderField("params", valid);
   return p;
@@ -62,9 +65,14 @@ Status CheckParamsProto(const v1::GenerationParams& in) {
   if (as_reference.ok()) return OkStatus();
   auto as_llada2 = ParamsFromProto(in, SamplerMode::kLlada2);
   if (as_llada2.ok()) return OkStatus();
-  // Wrong either way: a request that sets llada2's own options means llada2; say what is wrong there.
+  auto as_llada21 = ParamsFromProto(in, SamplerMode::kLlada21);
+  if (as_llada21.ok()) return OkStatus();
+  // Wrong every way: a request that sets a block-diffusion mode's own options means that mode;
+  // say what is wrong there.
+  const bool means_llada21 = in.has_editing_threshold() || in.has_max_post_steps() || in.num_to_transfer() != 0;
   const bool means_llada2 = in.minimal_topk() != 0 || in.top_k() != 0 || (in.top_p() != 0 && in.top_p() != 1) ||
                             in.eos_early_stop();
+  if (means_llada21) return as_llada21.status();
   return means_llada2 ? as_llada2.status() : as_reference.status();
 }
 
@@ -89,6 +97,9 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
   out.set_top_k(p.top_k);
   out.set_top_p(p.top_p);
   out.set_eos_early_stop(p.eos_early_stop);
+  out.set_editing_threshold(p.editing_threshold);
+  out.set_max_post_steps(p.max_post_steps);
+  out.set_num_to_transfer(p.num_to_transfer);
   return out;
 }
 

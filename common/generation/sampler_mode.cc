@@ -25,15 +25,19 @@ const std::vector<SamplerMode>& AllSamplerModes() {
   static const std::vector<SamplerMode> kModes = [] {
     std::vector<SamplerMode> all = LladaSamplerModes();
     all.push_back(SamplerMode::kLlada2);
+    all.push_back(SamplerMode::kLlada21);
     return all;
   }();
   return kModes;
 }
 
+bool IsBlockDiffusion(SamplerMode mode) { return mode == SamplerMode::kLlada2 || mode == SamplerMode::kLlada21; }
+
 bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
   switch (mode) {
     case SamplerMode::kReference:
-    case SamplerMode::kLlada2: return false;
+    case SamplerMode::kLlada2:
+    case SamplerMode::kLlada21: return false;
     case SamplerMode::kBlockLogits: *cache = CacheKind::kNone; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kPrefixCache: *cache = CacheKind::kPrefix; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kDualCache: *cache = CacheKind::kDual; *rule = DecodeRule::kSchedule; return true;
@@ -49,6 +53,7 @@ bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
 
 const char* SamplerModeName(SamplerMode mode) {
   if (mode == SamplerMode::kLlada2) return "llada2";
+  if (mode == SamplerMode::kLlada21) return "llada21";
   CacheKind cache;
   DecodeRule rule;
   if (!FastModeOf(mode, &cache, &rule)) return "reference";

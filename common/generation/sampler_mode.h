@@ -8,8 +8,10 @@
 //   threshold, factor        block_logits with a parallel decoding rule (parallel_decoding.h);
 //                            "block_logits+threshold" / "block_logits+factor" are accepted too
 //   prefix_cache+threshold, prefix_cache+factor, dual_cache+threshold, dual_cache+factor
-//   llada2                   LLaDA2.x's block diffusion (common/sampler/llada2_sampler.h): the one
-//                            mode of LLaDA2 models, which no LLaDA mode fits (block-causal attention)
+//   llada2                   LLaDA2.0's block diffusion (common/sampler/llada2_sampler.h)
+//   llada21                  LLaDA2.1's: the same with token editing
+//   The two block-diffusion modes are the modes of LLaDA2 models (block-causal attention), which
+//   no LLaDA mode fits.
 #pragma once
 
 #include <string>
@@ -34,12 +36,15 @@ enum class SamplerMode {
   kPrefixCacheFactor,
   kDualCacheFactor,
   kLlada2,
+  kLlada21,
 };
 
 // Every mode, in the order above.
 const std::vector<SamplerMode>& AllSamplerModes();
-// The modes of LLaDA and LLaDA-MoE models: every mode but kLlada2.
+// The modes of LLaDA and LLaDA-MoE models: every mode but the block-diffusion ones.
 const std::vector<SamplerMode>& LladaSamplerModes();
+// kLlada2 or kLlada21: LLaDA2's block diffusion (its own options, steps per block, padded canvas).
+bool IsBlockDiffusion(SamplerMode mode);
 StatusOr<SamplerMode> ParseSamplerMode(const std::string& text);  // error lists the names
 const char* SamplerModeName(SamplerMode mode);
 
@@ -47,8 +52,8 @@ const char* SamplerModeName(SamplerMode mode);
 // a static string (GenerationResult::sampler points at it).
 const char* FastModeName(CacheKind cache, DecodeRule rule);
 
-// The cache kind and decoding rule of a fast mode (kReference and kLlada2 have neither: returns
-// false).
+// The cache kind and decoding rule of a fast mode (kReference and the block-diffusion modes have
+// neither: returns false).
 bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
 
 }  // namespace unmask::generation

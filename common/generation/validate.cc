@@ -24,13 +24,13 @@ Status ValidateLengths(const GenerationParams& p) {
     return InvalidFieldError("gen_length", "must be in [1, " + Int(kMaxGenLength) + "], got " + Int(p.gen_length));
   if (p.block_length < 1) return InvalidFieldError("block_length", "must be >= 1, got " + Int(p.block_length));
   if (p.steps < 1) return InvalidFieldError("steps", "must be >= 1, got " + Int(p.steps));
-  if (p.sampler == SamplerMode::kLlada2) {
+  if (IsBlockDiffusion(p.sampler)) {
     // LLaDA2's blocks are counted from position 0 and `steps` is per block: no divisibility.
     if (p.block_length > kMaxGenLength)
       return InvalidFieldError("block_length", "must be <= " + Int(kMaxGenLength) + ", got " + Int(p.block_length));
     if (p.steps > kMaxGenLength)
-      return InvalidFieldError("steps", "must be <= " + Int(kMaxGenLength) + " (llada2: steps per block), got " +
-                                            Int(p.steps));
+      return InvalidFieldError("steps", "must be <= " + Int(kMaxGenLength) + " (" + SamplerModeName(p.sampler) +
+                                            ": steps per block), got " + Int(p.steps));
     return OkStatus();
   }
   if (p.gen_length % p.block_length != 0)
@@ -45,13 +45,49 @@ Status ValidateLengths(const GenerationParams& p) {
   return OkStatus();
 }
 
-// LLaDA2's own options, and the LLaDA switches its generate() does not have.
-Status ValidateLlada2Fields(const GenerationParams& p) {
+// LLaDA2.1's token-editing options.
+Status ValidateEditingFields(const GenerationParams& p) {
+  UNMASK_RETURN_IF_ERROR(CheckRange("editing_threshold", p.editing_threshold, 0, 1));
+  if (p.max_post_steps < 0 || p.max_post_steps > kMaxPostSteps)
+    return InvalidFieldError("max_post_steps", "must be in [0, " + Int(kMaxPostSteps) + "], got " + Int(p.max_post_steps));
+  if (p.num_to_transfer < 1 || p.num_to_transfer > p.block_length)
+    return InvalidFieldError("num_to_transfer", "must be in [1, block_length (" + Int(p.block_length) + ")], got " +
+                                                    Int(p.num_to_transfer));
+  return OkStatus();
+}
+
+// Which option of `p` is set away from its default and belongs to other modes: llada21's editing
+// options outside llada21, the block-diffusion options outside both block-diffusion modes.
+Status RefuseOthersFields(const GenerationParams& p) {
+  const GenerationParams d;
+  const char* editing = p.editing_threshold != d.editing_threshold ? "editing_threshold"
+                        : p.max_post_steps != d.max_post_steps     ? "max_post_steps"
+                        : p.num_to_transfer != d.num_to_transfer   ? "num_to_transfer"
+                                                                   : nullptr;
+  if (editing != nullptr && p.sampler != SamplerMode::kLlada21)
+    return InvalidFieldError(editing, std::string("only sampler 'llada21' (LLaDA2.1's token editing) uses it; "
+                                                  "sampler '") +
+                                          SamplerModeName(p.sampler) + "' has no such option");
+  if (IsBlockDiffusion(p.sampler)) return OkStatus();
+  const char* field = p.minimal_topk != d.minimal_topk ? "minimal_topk"
+                      : p.top_k != d.top_k             ? "top_k"
+                      : p.top_p != d.top_p             ? "top_p"
+                      : p.eos_early_stop               ? "eos_early_stop"
+                                                       : nullptr;
+  if (field == nullptr) return OkStatus();
+  return InvalidFieldError(field, std::string("only samplers 'llada2' and 'llada21' (LLaDA2's block diffusion) use "
+                                              "it; sampler '") +
+                                      SamplerModeName(p.sampler) + "' has no such option");
+}
+
+// The block-diffusion options, and the LLaDA switches LLaDA2's generate() does not have.
+Status ValidateBlockDiffusionFields(const GenerationParams& p) {
   if (p.minimal_topk < 1 || p.minimal_topk > p.gen_length)
     return InvalidFieldError("minimal_topk", "must be in [1, gen_length (" + Int(p.gen_length) + ")], got " +
                                                  Int(p.minimal_topk));
   if (p.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off), got " + Int(p.top_k));
   if (!(p.top_p > 0 && p.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off), got " + Num(p.top_p));
+  if (p.sampler == SamplerMode::kLlada21) UNMASK_RETURN_IF_ERROR(ValidateEditingFields(p));
   const char* why = nullptr;
   const char* field = nullptr;
   if (p.cfg_scale != 0) {
@@ -63,35 +99,24 @@ Status ValidateLlada2Fields(const GenerationParams& p) {
   } else if (p.confidence_eos_eot_inf) {
     field = "confidence_eos_eot_inf", why = "has no such switch";
   } else if (!p.early_stop) {
-    field = "early_stop", why = "always ends after the block that holds an EOS, as the official generate() does "
-                                "(eos_early_stop ends sooner)";
+    field = "early_stop", why = "always ends after the block that holds an EOS (no later block changes the answer; "
+                                "eos_early_stop may end sooner)";
   }
-  if (field != nullptr) return InvalidFieldError(field, std::string("sampler 'llada2' ") + why);
+  if (field != nullptr) return InvalidFieldError(field, std::string("sampler '") + SamplerModeName(p.sampler) + "' " + why);
   return OkStatus();
-}
-
-// A LLaDA mode with one of llada2's own options set.
-Status RefuseLlada2Fields(const GenerationParams& p) {
-  const char* field = p.minimal_topk != 1 ? "minimal_topk"
-                      : p.top_k != 0      ? "top_k"
-                      : p.top_p != 1      ? "top_p"
-                      : p.eos_early_stop  ? "eos_early_stop"
-                                          : nullptr;
-  if (field == nullptr) return OkStatus();
-  return InvalidFieldError(field, std::string("only sampler 'llada2' (LLaDA2's block diffusion) uses it; sampler '") +
-                                      SamplerModeName(p.sampler) + "' has no such option");
 }
 
 }  // namespace
 
 Status ValidateSamplerForModel(SamplerMode mode, const checkpoint::LladaConfig& config) {
   const bool llada2_model = config.architecture == checkpoint::Architecture::kLlada2Moe;
-  if (llada2_model && mode != SamplerMode::kLlada2)
+  if (llada2_model && !IsBlockDiffusion(mode))
     return InvalidFieldError("sampler", std::string("the model is LLaDA2 (block-causal attention): it generates with "
-                                                    "sampler 'llada2' only, got '") +
+                                                    "sampler 'llada2' or 'llada21' only, got '") +
                                             SamplerModeName(mode) + "'");
-  if (!llada2_model && mode == SamplerMode::kLlada2)
-    return InvalidFieldError("sampler", "sampler 'llada2' needs an LLaDA2 model (block-causal attention); this model is " +
+  if (!llada2_model && IsBlockDiffusion(mode))
+    return InvalidFieldError("sampler", std::string("sampler '") + SamplerModeName(mode) +
+                                            "' needs an LLaDA2 model (block-causal attention); this model is " +
                                             std::string(config.architecture == checkpoint::Architecture::kLladaMoe
                                                             ? "LLaDA-MoE"
                                                             : "LLaDA") +
@@ -101,7 +126,7 @@ Status ValidateSamplerForModel(SamplerMode mode, const checkpoint::LladaConfig& 
 
 std::int64_t SequenceLength(const GenerationParams& p, std::int64_t prompt_length) {
   const std::int64_t tokens = prompt_length + p.gen_length;
-  if (p.sampler != SamplerMode::kLlada2 || p.block_length < 1) return tokens;
+  if (!IsBlockDiffusion(p.sampler) || p.block_length < 1) return tokens;
   return (tokens + p.block_length - 1) / p.block_length * p.block_length;
 }
 
@@ -116,7 +141,8 @@ Status ValidateFields(const GenerationParams& p) {
     return InvalidFieldError("attention_query_chunk", "must be in [0, " + Int(kMaxAttentionQueryChunk) +
                                                           "] (0 = the executor's default), got " +
                                                           Int(p.attention_query_chunk));
-  return p.sampler == SamplerMode::kLlada2 ? ValidateLlada2Fields(p) : RefuseLlada2Fields(p);
+  UNMASK_RETURN_IF_ERROR(RefuseOthersFields(p));
+  return IsBlockDiffusion(p.sampler) ? ValidateBlockDiffusionFields(p) : OkStatus();
 }
 
 Status ValidateParams(const GenerationParams& p, const checkpoint::LladaConfig& config, std::int64_t prompt_length) {

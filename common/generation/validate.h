@@ -14,19 +14,22 @@ namespace unmask::generation {
 // What needs no model: gen_length in [1, kMaxGenLength], block_length >= 1 dividing gen_length,
 // steps in [1, gen_length] and a multiple of the number of blocks, temperature in [0, 100],
 // cfg_scale in [0, 100], threshold in [0, 1], factor in (0, 1e6], attention_query_chunk in
-// [0, kMaxAttentionQueryChunk]. llada2 instead: block_length and steps (per block) in
-// [1, kMaxGenLength] with no divisibility, minimal_topk in [1, gen_length], top_k >= 0, top_p in
-// (0, 1], and none of the LLaDA switches its generate() lacks (cfg_scale, random remasking, the
-// EOS switches, early_stop off). The other modes refuse llada2's options but at their defaults.
+// [0, kMaxAttentionQueryChunk]. The block-diffusion modes (llada2, llada21) instead:
+// block_length and steps (per block) in [1, kMaxGenLength] with no divisibility, minimal_topk in
+// [1, gen_length], top_k >= 0, top_p in (0, 1], and none of the LLaDA switches LLaDA2's
+// generate() lacks (cfg_scale, random remasking, the EOS switches, early_stop off); llada21 also
+// editing_threshold in [0, 1], max_post_steps in [0, kMaxPostSteps], num_to_transfer in
+// [1, block_length]. A mode refuses the other modes' options but at their defaults.
 Status ValidateFields(const GenerationParams& params);
 
-// The model's architecture allows the mode: an LLaDA2 model (block-causal attention) runs llada2
-// only, and llada2 runs on LLaDA2 models only. The error names field "sampler". Every door checks
+// The model's architecture allows the mode: an LLaDA2 model (block-causal attention) runs the
+// block-diffusion modes only, and they run on LLaDA2 models only. The error names field "sampler". Every door checks
 // it (scheduler, executor, unmask-engine); the sampler library does not, so that a benchmark may
 // run a LLaDA mode on an LLaDA2 checkpoint for comparison.
 Status ValidateSamplerForModel(SamplerMode mode, const checkpoint::LladaConfig& config);
 
-// The positions a generation runs over: prompt + gen_length; llada2 pads them to whole blocks.
+// The positions a generation runs over: prompt + gen_length; the block-diffusion modes pad them to
+// whole blocks.
 std::int64_t SequenceLength(const GenerationParams& params, std::int64_t prompt_length);
 
 // ValidateFields, then what needs the model: SequenceLength within

@@ -31,6 +31,11 @@ Status CheckOptions(const PromptBatch& prompts, const GenerationParams& p, const
   if (!(o.threshold >= 0 && o.threshold <= 1)) return InvalidFieldError("threshold", "must be in [0, 1]");
   if (o.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off)");
   if (!(o.top_p > 0 && o.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off)");
+  if (!o.token_editing) return OkStatus();
+  if (!(o.editing_threshold >= 0 && o.editing_threshold <= 1))
+    return InvalidFieldError("editing_threshold", "must be in [0, 1]");
+  if (o.max_post_steps < 0) return InvalidFieldError("max_post_steps", "must be >= 0");
+  if (o.num_to_transfer < 1) return InvalidFieldError("num_to_transfer", "must be >= 1");
   return OkStatus();
 }
 
@@ -67,7 +72,7 @@ class Llada2StepSampler : public StepSampler {
     x_.narrow(1, 0, prompt_len_).copy_(ToTensor({prompt}, model.device()));
     first_block_ = prompt_len_ / bl_;
     block_ = first_block_;
-    result_.sampler = "llada2";
+    result_.sampler = o.token_editing ? "llada21" : "llada2";
     Advance();
   }
 
@@ -101,6 +106,11 @@ class Llada2StepSampler : public StepSampler {
   // The block's tokens and their probabilities, [bl] each.
   std::pair<at::Tensor, at::Tensor> Sample(const at::Tensor& logits);
   at::Tensor PickTransfers(const at::Tensor& confidence, const at::Tensor& masked) const;
+  // LLaDA2.1: the committed, non-prompt positions of the block whose new sample differs and is
+  // more probable than editing_threshold.
+  at::Tensor PickEdits(const at::Tensor& x0, const at::Tensor& p0, const at::Tensor& masked) const;
+  // Whether the block has another step to run; counts LLaDA2.1's post steps.
+  bool BlockContinues();
   // True when an EOS committed this step ends the generation at once (eos_early_stop).
   bool EarlyStop(const at::Tensor& x0, const at::Tensor& transfer) const;
   // The next step to run: the current block while it has masks and steps left, else the next
@@ -114,6 +124,8 @@ class Llada2StepSampler : public StepSampler {
   const std::int64_t prompt_len_, bl_;
   at::Generator gen_;
   std::int64_t steps_ = 0, num_blocks_ = 0, first_block_ = 0, block_ = 0, step_in_block_ = 0, step_ = 0;
+  std::int64_t post_steps_ = 0;  // LLaDA2.1: steps of this block that began with no mask
+  bool block_done_ = false;      // LLaDA2.1: a step found no mask and edited nothing
   std::vector<std::int64_t> schedule_;
   at::Tensor x_;  // [1, num_blocks * bl]: the whole canvas, padded to whole blocks
   model::KvCache cache_;
@@ -126,7 +138,8 @@ std::pair<at::Tensor, at::Tensor> Llada2StepSampler::Sample(const at::Tensor& ra
   at::Tensor logits = raw.to(at::kFloat);
   if (p_.temperature == 0) {
     const at::Tensor probs = at::softmax(logits, -1);
-    const at::Tensor token = probs.argmax(-1, /*keepdim=*/true);
+    // LLaDA2.0 takes the argmax of the probabilities, LLaDA2.1 that of the logits (ties aside, the same).
+    const at::Tensor token = (o_.token_editing ? logits : probs).argmax(-1, /*keepdim=*/true);
     return {token.squeeze(-1), probs.gather(-1, token).squeeze(-1)};
   }
   if (p_.temperature != 1.0) logits = logits / p_.temperature;
@@ -138,12 +151,20 @@ std::pair<at::Tensor, at::Tensor> Llada2StepSampler::Sample(const at::Tensor& ra
 
 at::Tensor Llada2StepSampler::PickTransfers(const at::Tensor& confidence, const at::Tensor& masked) const {
   const at::Tensor high = confidence > o_.threshold;
-  const std::int64_t wanted = schedule_[static_cast<std::size_t>(step_in_block_)];
+  const std::int64_t wanted =
+      o_.token_editing ? o_.num_to_transfer : schedule_[static_cast<std::size_t>(step_in_block_)];
   if (high.sum().item<std::int64_t>() >= wanted) return high;
   at::Tensor transfer = at::zeros_like(masked);
   const std::int64_t k = std::min(wanted, masked.sum().item<std::int64_t>());
   if (k > 0) transfer.index_fill_(0, std::get<1>(at::topk(confidence, k)), true);
   return transfer;
+}
+
+at::Tensor Llada2StepSampler::PickEdits(const at::Tensor& x0, const at::Tensor& p0, const at::Tensor& masked) const {
+  at::Tensor editable = masked.logical_not();
+  const std::int64_t start = block_ * bl_;
+  if (start < prompt_len_) editable.narrow(0, 0, std::min(prompt_len_ - start, bl_)).fill_(false);
+  return editable.logical_and(p0.to(at::kFloat) > o_.editing_threshold).logical_and(x0.ne(Block()[0]));
 }
 
 bool Llada2StepSampler::EarlyStop(const at::Tensor& x0, const at::Tensor& transfer) const {
@@ -161,9 +182,14 @@ StepEvent Llada2StepSampler::FinishStep(const at::Tensor& hidden) {
   const at::Tensor masked = block.eq(p_.mask_id);
   auto [x0, p0] = Sample(logits);
   const at::Tensor confidence = at::where(masked, p0.to(at::kFloat), at::full_like(p0, kNegInf, at::kFloat));
-  const at::Tensor transfer = PickTransfers(confidence, masked);
+  at::Tensor transfer = PickTransfers(confidence, masked);
+  if (o_.token_editing) {
+    const at::Tensor edits = PickEdits(x0, p0, masked);
+    block_done_ = !masked.any().item<bool>() && !edits.any().item<bool>();
+    transfer = transfer.logical_or(edits);
+  }
   block.copy_(at::where(transfer, x0, block));
-  const bool stop_now = EarlyStop(x0, transfer);
+  const bool stop_now = !o_.token_editing && EarlyStop(x0, transfer);  // LLaDA2.1 checks after the block
 
   // The event reports the generated positions only (not the padding of the last block), and not
   // a position given the mask token itself: it stays masked, to be predicted again.
@@ -184,14 +210,23 @@ StepEvent Llada2StepSampler::FinishStep(const at::Tensor& hidden) {
   return ev;
 }
 
+bool Llada2StepSampler::BlockContinues() {
+  const bool masks_left = Block().eq(p_.mask_id).any().item<bool>();
+  if (!o_.token_editing) return step_in_block_ < steps_ && masks_left;
+  if (block_done_) return false;
+  if (masks_left) return true;
+  return ++post_steps_ <= o_.max_post_steps;  // the official loop counts a post step before it runs
+}
+
 void Llada2StepSampler::Advance() {
   while (block_ < num_blocks_) {
-    if (step_in_block_ < steps_ && Block().eq(p_.mask_id).any().item<bool>()) return;
+    if (BlockContinues()) return;
     // The block is done: an EOS anywhere generated so far ends the generation.
     const std::int64_t end = (block_ + 1) * bl_;
     if (x_[0].narrow(0, prompt_len_, end - prompt_len_).eq(p_.eos_id).any().item<bool>()) break;
     ++block_;
-    step_in_block_ = 0;
+    step_in_block_ = post_steps_ = 0;
+    block_done_ = false;
   }
   Stop();
 }
@@ -216,6 +251,10 @@ Llada2Options Llada2OptionsOf(const GenerationParams& p) {
   o.top_k = p.top_k;
   o.top_p = p.top_p;
   o.eos_early_stop = p.eos_early_stop;
+  o.token_editing = p.sampler == generation::SamplerMode::kLlada21;
+  o.editing_threshold = p.editing_threshold;
+  o.max_post_steps = p.max_post_steps;
+  o.num_to_transfer = p.num_to_transfer;
   return o;
 }
 

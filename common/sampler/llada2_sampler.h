@@ -9,6 +9,16 @@
 // of the most confident ones when fewer are. EOS ends the generation after its block (and at once
 // with eos_early_stop, once nothing before it is masked).
 //
+// LLaDA2.1's generate (Llada2Options::token_editing; tests/data/moe-golden.md, "LLaDA2.1") has no
+// schedule: each step commits the masked positions above the threshold, or the num_to_transfer
+// most confident; it also edits: a committed, non-prompt position of the block whose new sample
+// differs and is more probable than editing_threshold takes the new token. A block ends at the
+// first step that finds no mask and edits nothing, or after max_post_steps steps without masks.
+// The official loop runs every block even past an EOS unless eos_early_stop; here an EOS ends the
+// generation after its block either way, since no later block can change the ids returned (they
+// stop at the first EOS): the same ids in fewer steps. An edit is reported in the step's event
+// like a commit (the position with its new token).
+//
 // Like every sampler it runs a step at a time (step_sampler.h), so LLaDA2 generations batch with
 // each other and with LLaDA's in one packed forward per step.
 //
@@ -35,9 +45,15 @@ struct Llada2Options {
   double top_p = 1.0;          // sampling: nucleus; 1 = off
   bool eos_early_stop = false;  // stop as soon as an EOS is committed with nothing masked before it
   bool cache = true;            // keep the finished blocks' K/V (above)
+  // LLaDA2.1 (above): steps and minimal_topk then have no effect, as in its generate().
+  bool token_editing = false;
+  double editing_threshold = 0.9;
+  std::int64_t max_post_steps = 16;
+  std::int64_t num_to_transfer = 1;
 };
 
-// The options params holds (sampler llada2: common/generation/params.h), the cache on.
+// The options params holds (sampler llada2 or llada21: common/generation/params.h), the cache on;
+// token editing for llada21.
 Llada2Options Llada2OptionsOf(const GenerationParams& params);
 
 // The sampler for one prompt (LLaDA2's generate takes one). InvalidArgument naming the field for

@@ -16,7 +16,11 @@ StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(SamplerMode mode, const 
                                                         const PromptBatch& prompts, const GenerationParams& params,
                                                         const FastOptions& options) {
   c10::InferenceMode inference;  // as every step runs: no autograd bookkeeping
-  if (mode == SamplerMode::kLlada2) return StartLlada2StepSampler(model, prompts, params, Llada2OptionsOf(params));
+  if (generation::IsBlockDiffusion(mode)) {
+    Llada2Options o = Llada2OptionsOf(params);
+    o.token_editing = mode == SamplerMode::kLlada21;
+    return StartLlada2StepSampler(model, prompts, params, o);
+  }
   FastOptions fast = options;
   if (FastModeOf(mode, &fast.cache, &fast.rule))
     return StartFastStepSampler(model, prompts, params, fast, FastModeName(fast.cache, fast.rule));

@@ -72,8 +72,28 @@ TEST(MoeConfigTest, ReadsLlada2) {
   EXPECT_EQ(dense_first->moe.moe_layers, (std::vector<bool>{false, true, true})) << "first_k_dense_replace 1";
 }
 
+TEST(MoeConfigTest, ReadsLlada21AsLlada2WithTokenEditing) {
+  json j = ConfigOf("tiny-llada2");
+  auto plain = LladaConfig::FromJsonText(j.dump(), "llada2");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->token_editing);
+  j["model_type"] = "llada21_moe";
+  j["num_key_value_heads"] = 0;  // LLaDA2.1's config class: 0 means one K/V head per query head
+  auto c = LladaConfig::FromJsonText(j.dump(), "llada21");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, Architecture::kLlada2Moe);
+  EXPECT_TRUE(c->token_editing);
+  EXPECT_EQ(c->n_kv_heads, c->n_heads);
+  EXPECT_EQ(ExpectedTensors(*c).size(), ExpectedTensors(*plain).size());
+  auto back = LladaConfig::FromJsonText(c->ToJsonText(), "written");  // what a weight segment carries
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->token_editing);
+  EXPECT_EQ(back->ToJsonText(), c->ToJsonText());
+}
+
 TEST(MoeConfigTest, TensorListAndParameterCountMatchTheCheckpoints) {
-  for (const char* name : {"tiny-llada-moe", "tiny-llada-moe-gqa", "tiny-llada2", "tiny-llada2-grouped"}) {
+  for (const char* name :
+       {"tiny-llada-moe", "tiny-llada-moe-gqa", "tiny-llada2", "tiny-llada2-grouped", "tiny-llada21", "tiny-llada21-kv0"}) {
     const std::string dir = unmask::testing::TestDataPath(name);
     auto c = LladaConfig::FromFile(dir + "/config.json");
     auto ckpt = Checkpoint::Open(dir);
@@ -114,7 +134,7 @@ struct BadConfig {
 TEST(MoeConfigTest, BadConfigsAreRefusedNamingTheField) {
   const std::vector<BadConfig> cases = {
       {"tiny-llada-moe", [](json& j) { j["architectures"] = {"MixtralForCausalLM"}; }, "'architectures'"},
-      {"tiny-llada2", [](json& j) { j["model_type"] = "llada3_moe"; }, "'model_type' = \"llada3_moe\""},
+      {"tiny-llada2", [](json& j) { j["model_type"] = "llada3_moe"; }, "'model_type' = \"llada3_moe\" is not supported (llada, lladamoe, llada2_moe, llada21_moe)"},
       {"tiny-llada2", [](json& j) { j["model_type"] = "llada"; }, "contradicts 'architectures'"},
       {"tiny-llada2-grouped", [](json& j) { j["n_group"] = 3; }, "'num_experts' (16) is not divisible by 'n_group' (3)"},
       {"tiny-llada2-grouped", [](json& j) { j["topk_group"] = 5; }, "'topk_group'"},

@@ -108,7 +108,7 @@ TEST_F(Llada2EndToEndTest, WhatLlada2CannotDoIsRefusedByName) {
   CliResult r = stack_->Cli(scheduler_, ask + " --sampler dual_cache");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("params.sampler: the model is LLaDA2 (block-causal attention): it generates with sampler "
-                               "'llada2' only, got 'dual_cache'"));
+                               "'llada2' or 'llada21' only, got 'dual_cache'"));
   r = stack_->Cli(scheduler_, ask + " --cfg-scale 1.5");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("params.cfg_scale: sampler 'llada2' has no classifier-free guidance"));
@@ -154,6 +154,45 @@ TEST_F(Llada2EndToEndTest, TheHttpApiGivesTheOfficialIds) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400) << res->body;
   EXPECT_EQ(json::parse(res->body)["error"]["param"], "sampler") << res->body;
+}
+
+// LLaDA2.1 (model_type llada21_moe): its default sampler is llada21, token editing, given the
+// editing options through the CLI (gRPC) and the engine; the official ids (the golden file of
+// tests/data/tiny-llada21.golden.json, whose outputs stop at the first EOS).
+TEST(Llada21EndToEndTest, AnLlada21CheckpointEditsTokensAsTheOfficialGenerate) {
+  std::ifstream in(TestDataPath("tiny-llada21.golden.json"));
+  const json golden = json::parse(in);
+  Stack stack(TestDataPath("tiny-llada21"), "tiny-llada21");
+  stack.StartLoader();
+  stack.StartExecutor({"--precision", "fp32"});
+  const int s = stack.StartScheduler();
+  for (int index : {1, 8, 11}) {  // many edits, sampled with edits, EOS early stop
+    const json& c = golden["cases"][index];
+    ASSERT_EQ(c["model"], "tiny-llada21");
+    std::string flags = Flags(c) + " --editing-threshold " + std::to_string(c["editing_threshold"].get<double>()) +
+                        " --max-post-steps " + std::to_string(c["max_post_steps"].get<int>()) + " --num-to-transfer " +
+                        std::to_string(c["num_to_transfer"].get<int>());
+    CliResult r = stack.Cli(s, "generate --model tiny-llada21" + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(CutAtEos(CompletedIds(JsonLines(r.out)), c["eos_id"]), IdsOf(c["output"])) << "case " << index << r.out;
+    const json params = LastLineWith(r.out, "accepted")["accepted"]["params"];
+    EXPECT_EQ(params["sampler"], "llada21") << params;
+    EXPECT_DOUBLE_EQ(params["editing_threshold"].get<double>(), c["editing_threshold"].get<double>()) << params;
+    CliResult e = RunCommand(std::string(ENGINE_BIN) + " generate --model " + TestDataPath("tiny-llada21") + flags +
+                             " --precision fp32");
+    ASSERT_EQ(e.exit_code, 0) << e.out;
+    const json out = LastLineWith(e.out, "output");
+    EXPECT_EQ(out["sampler"], "llada21");
+    EXPECT_EQ(CutAtEos(IdsOf(out["output"][0]), c["eos_id"]), IdsOf(c["output"])) << "case " << index;
+  }
+  // llada2 runs on it too (the same architecture); editing options with llada2 are refused.
+  CliResult r = stack.Cli(s, "generate --model tiny-llada21 --prompt-ids 17,230,45 --gen-length 8 --sampler llada2 "
+                             "--max-post-steps 3 --json");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("params.max_post_steps: only sampler 'llada21' (LLaDA2.1's token editing) uses it"));
+  r = stack.Cli(s, "generate --model tiny-llada21 --prompt-ids 17,230,45 --gen-length 8 --sampler llada2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(CompletedIds(JsonLines(r.out)).size(), 8u);
 }
 
 }  // namespace

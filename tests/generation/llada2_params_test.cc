@@ -60,6 +60,12 @@ TEST(Llada2Params, TheDefaultModeIsTheModelsOwn) {
   EXPECT_EQ(DefaultSampler(ConfigOf(checkpoint::Architecture::kLlada2Moe)), SamplerMode::kLlada2);
   EXPECT_EQ(DefaultSampler(ConfigOf(checkpoint::Architecture::kLladaMoe)), SamplerMode::kReference);
   EXPECT_EQ(DefaultSampler(ConfigOf(checkpoint::Architecture::kLlada)), SamplerMode::kReference);
+  auto llada21 = ConfigOf(checkpoint::Architecture::kLlada2Moe);
+  llada21.token_editing = true;  // model_type llada21_moe
+  EXPECT_EQ(DefaultSampler(llada21), SamplerMode::kLlada21);
+  EXPECT_EQ(*ParseSamplerMode("llada21"), SamplerMode::kLlada21);
+  EXPECT_TRUE(IsBlockDiffusion(SamplerMode::kLlada21));
+  EXPECT_FALSE(IsBlockDiffusion(SamplerMode::kDualCache));
   EXPECT_EQ(*ParseSamplerMode("llada2"), SamplerMode::kLlada2);
   EXPECT_STREQ(SamplerModeName(SamplerMode::kLlada2), "llada2");
   CacheKind cache;
@@ -121,10 +127,71 @@ TEST(Llada2Params, TheOtherModesRefuseItsOptions) {
       c.edit(p);
       const Status s = ValidateFields(p);
       EXPECT_EQ(s.field(), c.field) << s.ToString();
-      EXPECT_THAT(s.message(), HasSubstr("only sampler 'llada2' (LLaDA2's block diffusion) uses it; sampler '" +
+      EXPECT_THAT(s.message(), HasSubstr("only samplers 'llada2' and 'llada21' (LLaDA2's block diffusion) use it; sampler '" +
                                          std::string(SamplerModeName(mode)) + "' has no such option"));
     }
   }
+}
+
+TEST(Llada2Params, Llada21TakesTheBlockDiffusionRulesAndItsEditingOptions) {
+  GenerationParams p;
+  p.sampler = SamplerMode::kLlada21;
+  ResolveLengths(100, std::nullopt, std::nullopt, p);
+  ResolveThreshold(std::nullopt, p);
+  EXPECT_EQ(p.block_length, 32);
+  EXPECT_EQ(p.steps, 32);
+  EXPECT_EQ(p.threshold, 0.95);
+  EXPECT_EQ(p.editing_threshold, 0.9);
+  EXPECT_EQ(p.max_post_steps, 16);
+  EXPECT_EQ(p.num_to_transfer, 1);
+  EXPECT_TRUE(ValidateFields(p).ok()) << ValidateFields(p).ToString();
+  p.max_post_steps = 0;      // no post step: a legitimate value
+  p.editing_threshold = 0;   // edit whatever changed
+  EXPECT_TRUE(ValidateFields(p).ok()) << ValidateFields(p).ToString();
+  struct Case {
+    std::function<void(GenerationParams&)> edit;
+    const char* field;
+    const char* says;
+  } cases[] = {
+      {[](auto& q) { q.editing_threshold = 1.5; }, "editing_threshold", "must be in [0, 1], got 1.5"},
+      {[](auto& q) { q.max_post_steps = -1; }, "max_post_steps", "must be in [0, 1024], got -1"},
+      {[](auto& q) { q.num_to_transfer = 0; }, "num_to_transfer", "must be in [1, block_length (32)], got 0"},
+      {[](auto& q) { q.num_to_transfer = 33; }, "num_to_transfer", "must be in [1, block_length (32)], got 33"},
+      {[](auto& q) { q.cfg_scale = 2; }, "cfg_scale", "sampler 'llada21' has no classifier-free guidance"},
+      {[](auto& q) { q.top_p = 0; }, "top_p", "must be in (0, 1]"},
+  };
+  for (const auto& c : cases) {
+    GenerationParams q = p;
+    c.edit(q);
+    const Status s = ValidateFields(q);
+    EXPECT_EQ(s.field(), c.field) << s.ToString();
+    EXPECT_THAT(s.message(), HasSubstr(std::string(c.field) + ": " + c.says));
+  }
+  // Its editing options are refused by every other mode, llada2 included.
+  for (SamplerMode mode : {SamplerMode::kLlada2, SamplerMode::kReference}) {
+    GenerationParams q;
+    q.sampler = mode;
+    q.max_post_steps = 4;
+    EXPECT_EQ(ValidateFields(q).field(), "max_post_steps");
+    EXPECT_THAT(ValidateFields(q).message(), HasSubstr("only sampler 'llada21' (LLaDA2.1's token editing) uses it"));
+  }
+  // Through the proto: unset means the default, 0 is a value.
+  v1::GenerationParams wire;
+  wire.set_sampler("llada21");
+  wire.set_max_post_steps(0);
+  wire.set_editing_threshold(0.5);
+  wire.set_num_to_transfer(2);
+  auto back = ParamsFromProto(wire);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->max_post_steps, 0);
+  EXPECT_EQ(back->editing_threshold, 0.5);
+  EXPECT_EQ(back->num_to_transfer, 2);
+  EXPECT_EQ(ParamsToProto(*back).SerializeAsString(), ParamsToProto(*ParamsFromProto(ParamsToProto(*back))).SerializeAsString());
+  // An unnamed mode with editing options is judged as llada21 where every mode refuses it.
+  wire.clear_sampler();
+  wire.set_num_to_transfer(-1);
+  EXPECT_EQ(CheckParamsProto(wire).field(), "params.num_to_transfer");
+  EXPECT_THAT(CheckParamsProto(wire).message(), HasSubstr("must be in [1, block_length (32)], got -1"));
 }
 
 TEST(Llada2Params, TheModelsArchitectureChoosesTheModes) {
@@ -134,7 +201,9 @@ TEST(Llada2Params, TheModelsArchitectureChoosesTheModes) {
   Status s = ValidateSamplerForModel(SamplerMode::kDualCache, llada2);
   EXPECT_EQ(s.field(), "sampler");
   EXPECT_THAT(s.message(), HasSubstr("the model is LLaDA2 (block-causal attention): it generates with sampler 'llada2' "
-                                     "only, got 'dual_cache'"));
+                                     "or 'llada21' only, got 'dual_cache'"));
+  EXPECT_TRUE(ValidateSamplerForModel(SamplerMode::kLlada21, llada2).ok());
+  EXPECT_THAT(ValidateSamplerForModel(SamplerMode::kLlada21, moe).message(), HasSubstr("sampler 'llada21' needs an LLaDA2"));
   s = ValidateSamplerForModel(SamplerMode::kLlada2, moe);
   EXPECT_EQ(s.field(), "sampler");
   EXPECT_THAT(s.message(), HasSubstr("sampler 'llada2' needs an LLaDA2 model (block-causal attention); this model is LLaDA-MoE"));

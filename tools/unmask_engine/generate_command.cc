@@ -238,7 +238,8 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--sampler", opts->sampler,
                   "reference (the official algorithm) or a fast mode: block_logits, prefix_cache, dual_cache, threshold, "
                   "factor, prefix_cache+threshold, dual_cache+threshold, prefix_cache+factor, dual_cache+factor; llada2 "
-                  "(LLaDA2's block diffusion). Default: llada2 for an LLaDA2 model, else reference");
+                  "(LLaDA2.0's block diffusion), llada21 (LLaDA2.1's, with token editing). Default: the model's "
+                  "(llada21 for LLaDA2.1, llada2 for LLaDA2.0, else reference)");
   cmd->add_option("--threshold", opts->threshold,
                   "Confidence threshold of the threshold rule and llada2, in [0, 1] (default 0.9; llada2 0.95)");
   cmd->add_option("--factor", opts->params.factor, "Factor of the factor rule, > 0")->capture_default_str();
@@ -251,6 +252,14 @@ void AddGenerateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--eos-early-stop", opts->params.eos_early_stop,
                 "llada2: stop once an EOS is committed with nothing masked before it");
+  cmd->add_option("--editing-threshold", opts->params.editing_threshold,
+                  "llada21: edit a committed token whose new sample is more probable than this")
+      ->capture_default_str();
+  cmd->add_option("--max-post-steps", opts->params.max_post_steps,
+                  "llada21: steps a block may run once no mask is left")
+      ->capture_default_str();
+  cmd->add_option("--num-to-transfer", opts->params.num_to_transfer, "llada21: masked tokens committed per step at least")
+      ->capture_default_str();
   cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per usable core)")->capture_default_str();
   cmd->add_option("--gemm", opts->gemm,
                   "Float32 products with few rows: auto (unmask's widest kernel this CPU runs, never repacking the "

@@ -38,11 +38,16 @@ json ParamsJson(const v1::GenerationParams& p) {
   if (p.factor() > 0) out["factor"] = p.factor();
   if (p.attention_query_chunk() > 0) out["attention_query_chunk"] = p.attention_query_chunk();
   if (p.has_early_stop()) out["early_stop"] = p.early_stop();
-  if (p.sampler() == "llada2") {  // its own options, as they ran
+  if (p.sampler() == "llada2" || p.sampler() == "llada21") {  // their own options, as they ran
     out["minimal_topk"] = p.minimal_topk();
     out["top_k"] = p.top_k();
     out["top_p"] = p.top_p();
     out["eos_early_stop"] = p.eos_early_stop();
+  }
+  if (p.sampler() == "llada21") {
+    out["editing_threshold"] = p.editing_threshold();
+    out["max_post_steps"] = p.max_post_steps();
+    out["num_to_transfer"] = p.num_to_transfer();
   }
   return out;
 }

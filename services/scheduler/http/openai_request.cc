@@ -220,6 +220,18 @@ Status ParseSamplerFields(const json& body, v1::GenerationParams& p) {
     UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "minimal_topk", 1, kMaxGenLength));
     p.set_minimal_topk(n);
   }
+  if (const json* v = Field(body, "editing_threshold")) {  // llada21
+    UNMASK_ASSIGN_OR_RETURN(double t, Number(*v, "editing_threshold", 0, 1, "must be a number in [0, 1]"));
+    p.set_editing_threshold(t);
+  }
+  if (const json* v = Field(body, "max_post_steps")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "max_post_steps", 0, generation::kMaxPostSteps));
+    p.set_max_post_steps(n);
+  }
+  if (const json* v = Field(body, "num_to_transfer")) {
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "num_to_transfer", 1, kMaxGenLength));
+    p.set_num_to_transfer(n);
+  }
   if (const json* v = Field(body, "eos_early_stop")) {
     if (!v->is_boolean()) return Bad("eos_early_stop", "must be true or false (llada2 only; absent = false)", *v);
     p.set_eos_early_stop(v->get<bool>());

@@ -8,8 +8,9 @@
 // up to 4 strings); `n` (1..16 choices: n jobs with seeds seed, seed + 1, ...); `temperature`; `seed`; `user`; `stream` and
 // `stream_options.include_usage`. unmask's diffusion fields: `steps`, `block_length`, `sampler`,
 // `threshold`, `factor`, `cfg_scale`, `remasking` ("low_confidence" | "random"), `priority`,
-// `early_stop` (a boolean; absent or null = the default, on for the fast samplers), llada2's
-// `top_p`, `top_k`, `minimal_topk` and `eos_early_stop` (top_p 1 is accepted everywhere), `deadline_seconds`
+// `early_stop` (a boolean; absent or null = the default, on for the fast samplers), llada2's and
+// llada21's `top_p`, `top_k`, `minimal_topk` and `eos_early_stop` (top_p 1 is accepted
+// everywhere), llada21's `editing_threshold`, `max_post_steps`, `num_to_transfer`, `deadline_seconds`
 // (from acceptance; a job still queued then expires, a running one is stopped: 504). Fields the API has
 // but unmask cannot honour (`logprobs`, `echo`, `best_of` > 1, `tools`, ...) are refused by name;
 // other unknown fields are ignored, as OpenAI-compatible servers do.
