@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "tests/e2e/span_views.h"
+#include "tests/e2e/cli_json.h"
 #include "tests/e2e/stack.h"
 #include "tests/telemetry/test_collector.h"
 
@@ -48,17 +49,6 @@ using nlohmann::json;
 using telemetry::testing::HttpGet;
 using telemetry::testing::TestCollector;
 using telemetry::testing::UnusedPort;
-
-std::vector<json> JsonLines(const std::string& out) {
-  std::vector<json> lines;
-  std::stringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = json::parse(line, nullptr, false);
-    if (!j.is_discarded()) lines.push_back(j);
-  }
-  return lines;
-}
 
 std::string JobIdOf(const std::vector<json>& events) {
   for (const auto& ev : events) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/e2e/cli_json.h"
 #include "tests/e2e/stack.h"
 #include "tests/fixtures/test_paths.h"
 #include "tools/train/verse_corpus.h"
@@ -18,16 +19,6 @@ namespace unmask::testing {
 namespace {
 
 using nlohmann::json;
-
-std::vector<json> JsonLines(const std::string& out) {
-  std::vector<json> lines;
-  std::stringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    auto j = json::parse(line, nullptr, false);
-    if (!j.is_discarded()) lines.push_back(j);
-  }
-  return lines;
-}
 
 using train::Words;
 

@@ -20,34 +20,17 @@
 #include "common/model/llada_model.h"
 #include "common/sampler/llada2_sampler.h"
 #include "common/sampler/sampler_registry.h"
-#include "tests/fixtures/test_paths.h"
+#include "tests/sampler/moe_golden_files.h"
 
 namespace unmask {
 namespace {
 
 using nlohmann::json;
+using testing::CutAtEos;
 
-const json& Golden() {
-  static const json* golden = [] {
-    std::ifstream in(testing::TestDataPath("tiny-llada21.golden.json"));
-    return new json(json::parse(in));
-  }();
-  return *golden;
-}
+const json& Golden() { return testing::GoldenJson("tiny-llada21.golden.json"); }
 
-const model::LladaModel& Model(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<model::LladaModel>> models;
-  auto& m = models[name];
-  if (!m) {
-    model::ModelOptions options;
-    options.precision = model::Precision::kFloat32;  // the golden file is float32
-    auto loaded = model::LladaModel::Load(testing::TestDataPath(name), options);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
-    if (!loaded.ok()) std::abort();
-    m = std::move(*loaded);
-  }
-  return *m;
-}
+const model::LladaModel& Model(const std::string& name) { return testing::Float32Model(name); }
 
 // The case as sampler mode llada21 runs it.
 generation::GenerationParams ParamsOf(const json& c) {
@@ -69,12 +52,6 @@ generation::GenerationParams ParamsOf(const json& c) {
   p.top_p = c["top_p"].is_null() ? 1.0 : c["top_p"].get<double>();
   p.eos_early_stop = c["eos_early_stop"];
   return p;
-}
-
-std::vector<std::int64_t> CutAtEos(std::vector<std::int64_t> ids, std::int64_t eos) {
-  const auto it = std::find(ids.begin(), ids.end(), eos);
-  if (it != ids.end()) ids.erase(it + 1, ids.end());
-  return ids;
 }
 
 // The official calls up to the last of the first block after which the generated part holds an

@@ -21,35 +21,18 @@
 #include "common/model/llada_model.h"
 #include "common/sampler/llada2_sampler.h"
 #include "common/sampler/sampler_registry.h"
-#include "tests/fixtures/test_paths.h"
+#include "tests/sampler/moe_golden_files.h"
 
 namespace unmask {
 namespace {
 
 using nlohmann::json;
+using testing::CutAtEos;
 using ::testing::HasSubstr;
 
-const json& Golden() {
-  static const json* golden = [] {
-    std::ifstream in(testing::TestDataPath("tiny-llada2.golden.json"));
-    return new json(json::parse(in));
-  }();
-  return *golden;
-}
+const json& Golden() { return testing::GoldenJson("tiny-llada2.golden.json"); }
 
-const model::LladaModel& Model(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<model::LladaModel>> models;
-  auto& m = models[name];
-  if (!m) {
-    model::ModelOptions options;
-    options.precision = model::Precision::kFloat32;
-    auto loaded = model::LladaModel::Load(testing::TestDataPath(name), options);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
-    if (!loaded.ok()) std::abort();
-    m = std::move(*loaded);
-  }
-  return *m;
-}
+const model::LladaModel& Model(const std::string& name) { return testing::Float32Model(name); }
 
 struct Case {
   sampler::PromptBatch prompts;
@@ -75,13 +58,6 @@ Case CaseOf(const json& c) {
   o.top_p = c["top_p"].is_null() ? 1.0 : c["top_p"].get<double>();
   o.eos_early_stop = c["eos_early_stop"];
   return out;
-}
-
-// The ids up to and including the first EOS (what the official generate returns).
-std::vector<std::int64_t> CutAtEos(std::vector<std::int64_t> ids, std::int64_t eos) {
-  const auto it = std::find(ids.begin(), ids.end(), eos);
-  if (it != ids.end()) ids.erase(it + 1, ids.end());
-  return ids;
 }
 
 // Case index, and whether the sampler keeps the finished blocks' K/V.
