@@ -5,14 +5,16 @@
 #include <limits>
 #include <tuple>
 
+#include "common/model/moe_cpu.h"
+
 namespace unmask::model {
 namespace {
 
 thread_local const ScopedRoutingObserver::Callback* current_observer = nullptr;
 
-// The chosen experts' outputs, one row per (row, choice) slot, in the order of the slots sorted
-// by expert id (stable: rows ascending within an expert). Each expert runs once, over exactly the
-// rows that chose it.
+// The device-generic path (moe_cpu.h has the CPU's), ATen operators only. The chosen experts'
+// outputs, one row per (row, choice) slot, in the order of the slots sorted by expert id (stable:
+// rows ascending within an expert). Each expert runs once, over exactly the rows that chose it.
 struct ExpertOutputs {
   at::Tensor order;    // [N * top_k] slot index (row * top_k + j) of each sorted position
   at::Tensor outputs;  // [N * top_k, d_model] expert(row) in sorted order
@@ -101,9 +103,14 @@ at::Tensor MoeForward(const checkpoint::LladaConfig& config, const MoeWeights& w
                       std::int64_t layer) {
   const Routing routing = Route(config, w, h);
   if (const ScopedRoutingObserver::Callback* observer = ScopedRoutingObserver::Current()) (*observer)(layer, routing);
-  const ExpertOutputs outputs = RunChosenExperts(w, h, routing);
-  at::Tensor y = config.architecture == checkpoint::Architecture::kLlada2Moe ? MixBySlotOrder(outputs, routing, h)
-                                                                              : MixByExpertOrder(outputs, routing, h);
+  const bool slot_order = config.architecture == checkpoint::Architecture::kLlada2Moe;
+  at::Tensor y;
+  if (h.device().is_cpu() && (h.scalar_type() == at::kFloat || h.scalar_type() == at::kBFloat16)) {
+    y = RoutedExpertsCpu(w, h, routing, slot_order ? MoeMixOrder::kSlotOrder : MoeMixOrder::kExpertOrder);
+  } else {
+    const ExpertOutputs outputs = RunChosenExperts(w, h, routing);
+    y = slot_order ? MixBySlotOrder(outputs, routing, h) : MixByExpertOrder(outputs, routing, h);
+  }
   if (w.has_shared) y = y + w.shared.Apply(h);
   return y;
 }

@@ -1,8 +1,10 @@
 // The MoE forward's pieces on the tiny LLaDA-MoE / LLaDA2 checkpoints: the routers on hand-made
-// scores, routed-only experts against every expert computed densely, packed segments against each
+// scores, routed-only experts against every expert computed densely and against the official loop
+// (bit for bit, on one thread and on two), packed segments against each
 // alone, LLaDA2's block-causal attention (with and without a cache), and load errors that name the
 // missing tensor.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -95,6 +97,65 @@ TEST(MoeForwardTest, RoutedExpertsEqualEveryExpertComputedDensely) {
       const at::Tensor h = at::randn({37, c.d_model}, at::TensorOptions().dtype(at::kFloat));
       EXPECT_TRUE(at::allclose(MoeForward(c, w, h, 0), DenseAllExperts(c, w, h), 1e-5, 1e-5))
           << name << " layer " << layer;
+    }
+  }
+}
+
+// The official modeling code's loop, in ATen operators: each expert once over the rows that chose
+// it, mixed by index_add_ expert after expert (LLaDA-MoE), or put back in slot order and summed
+// over the choices in float32 (LLaDA2). The CPU path (moe_cpu.h) must give these bits in float32.
+at::Tensor OfficialLoop(const checkpoint::LladaConfig& c, const MoeWeights& w, const at::Tensor& h) {
+  const Routing r = Route(c, w, h);
+  const std::int64_t n = h.size(0), k = r.experts.size(1);
+  const bool llada2 = c.architecture == checkpoint::Architecture::kLlada2Moe;
+  const at::Tensor flat = r.experts.reshape({-1});
+  at::Tensor y = at::zeros_like(h), by_slot = at::zeros({n * k, h.size(1)}, h.options());
+  for (std::int64_t e = 0; e < c.moe.num_experts; ++e) {
+    const at::Tensor slots = (flat == e).nonzero().squeeze(1);
+    if (slots.numel() == 0) continue;
+    const at::Tensor rows = at::div(slots, k, "floor");
+    const at::Tensor out = w.experts[static_cast<std::size_t>(e)].Apply(h.index_select(0, rows));
+    if (llada2) {
+      by_slot.index_copy_(0, slots, out);
+    } else {
+      y.index_add_(0, rows, out * r.weights.reshape({-1}).index_select(0, slots).to(h.scalar_type()).unsqueeze(1));
+    }
+  }
+  if (llada2) y = (by_slot.view({n, k, -1}).to(at::kFloat) * r.weights.unsqueeze(-1)).sum(1).to(h.scalar_type());
+  if (w.has_shared) y = y + w.shared.Apply(h);
+  return y;
+}
+
+// Runs f with the intra-op pool held to `threads`, then restores it.
+template <typename F>
+auto WithThreads(int threads, F f) {
+  const int before = at::get_num_threads();
+  at::set_num_threads(threads);
+  auto result = f();
+  at::set_num_threads(before);
+  return result;
+}
+
+// Experts spread over two threads or run on one give the official loop's bits, in float32 and in
+// bf16 (5 rows: a row or two per expert; 200: dozens).
+TEST(MoeForwardTest, ThreadedExpertsGiveTheOfficialBitsOnAnyThreadCount) {
+  for (const char* name : {"tiny-llada-moe-gqa", "tiny-llada2-grouped"}) {
+    for (const Precision precision : {Precision::kFloat32, Precision::kBFloat16}) {
+      ModelOptions options;
+      options.precision = precision;
+      auto model = LladaModel::Load(unmask::testing::TestDataPath(name), options);
+      ASSERT_TRUE(model.ok()) << model.status().ToString();
+      const auto& c = (*model)->config();
+      const MoeWeights& w = (*model)->weights().blocks.back().moe;
+      ASSERT_FALSE(w.empty()) << name;
+      for (const std::int64_t rows : {5, 200}) {
+        at::manual_seed(static_cast<std::uint64_t>(rows));
+        const at::Tensor h = at::randn({rows, c.d_model}).to(precision == Precision::kFloat32 ? at::kFloat : at::kBFloat16);
+        const at::Tensor one = WithThreads(1, [&] { return MoeForward(c, w, h, 0); });
+        const at::Tensor two = WithThreads(2, [&] { return MoeForward(c, w, h, 0); });
+        EXPECT_TRUE(at::equal(one, two)) << name << " rows " << rows;
+        EXPECT_TRUE(at::equal(two, OfficialLoop(c, w, h))) << name << " rows " << rows;
+      }
     }
   }
 }
