@@ -2,286 +2,241 @@
 // process loads the model, touches every weight page, runs a one-token warm-up generation (so
 // that math-library buffers and thread pools are not counted as activations), resets its peak
 // RSS, runs ONE generation (stopped after --steps-run steps: every step of the reference
-// allocates the same, and the fill step of the cache modes is their first) and reports its peak
-// RSS (VmHWM) minus its RSS before the generation. The parent, which never touches LibTorch
-// before forking, compares that with the predicted peak (EstimateRequest(...).peak) and prints a
-// markdown table; --doc replaces the section "memory" of docs/benchmarks.md. Every case is
-// measured twice: with glibc's default allocator settings, and with a fixed M_MMAP_THRESHOLD
-// (--mmap-threshold, 1 MiB) so that freed tensors leave the RSS at once and the figure shows
-// the tensors alone.
+// allocates the same, and the fill step of the cache modes is their first; LLaDA2's sampler runs
+// to the end, its window grows block by block) and reports its peak RSS (VmHWM) minus its RSS
+// before the generation (memory_child.h). The parent, which never touches LibTorch before
+// forking, compares that with the predicted peak (EstimateRequest(...).peak) and prints one
+// markdown table per model (memory_cases.h: dense LLaDA, LLaDA-MoE, LLaDA2); --doc replaces the
+// section "memory" of docs/benchmarks.md. Every case is measured twice: with glibc's default
+// allocator settings, and with a fixed M_MMAP_THRESHOLD (--mmap-threshold, 1 MiB) so that freed
+// tensors leave the RSS at once and the figure shows the tensors alone.
 //
-//   bench_memory [--model DIR] [--steps-run 2] [--mmap-threshold BYTES] [--quick] [--filter TEXT]
+//   bench_memory [--model DIR] [--models dense,llada-moe,llada2] [--steps-run 2]
+//                [--mmap-threshold BYTES] [--quick] [--filter TEXT] [--predict-only] [--skip-weights]
 //                [--doc docs/benchmarks.md]
-// Without --model a random LLaDA-layout model (d_model 256, 4 layers, 4 heads, MLP 768, vocab
-// 126464: the vocabulary dominates the logits) is written to a temp directory first.
-#include <malloc.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// After each model's rows, a table of its weight segment at bf16, int8 and int4: WeightBytes
+// against the segment the loader writes (memory_weights.h).
+// Random checkpoints of each architecture are written to a temp directory first (--model: the
+// dense cases run on that checkpoint instead).
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
-#include <ATen/ATen.h>
-
 #include "bench/common/bench_compute.h"
-#include "bench/common/temp_model.h"
 #include "bench/common/bench_report.h"
-#include "common/fitting/clamp.h"
+#include "bench/common/temp_model.h"
+#include "bench/memory/memory_cases.h"
+#include "bench/memory/memory_child.h"
+#include "bench/memory/memory_weights.h"
 #include "common/fitting/memory_model.h"
-#include "common/model/llada_model.h"
-#include "common/sampler/sampler_registry.h"
-#include "tools/make_model/make_model.h"
 
 namespace {
 
-using unmask::generation::SamplerMode;
-using unmask::fitting::GenerationRequest;
+using namespace unmask;
+using bench::memory::Case;
+using bench::memory::ModelKind;
 
-struct Case {
-  GenerationRequest request;  // compute_dtype_bytes 4 = fp32, 2 = bf16
-  std::string note;
-};
-
-std::string PrecisionOf(const GenerationRequest& r) { return r.compute_dtype_bytes == 4 ? "fp32" : "bf16"; }
-
-std::vector<Case> Cases(bool quick) {
-  std::vector<Case> out;
-  auto add = [&](SamplerMode sampler, int dtype, std::int64_t batch, std::int64_t prompt, std::int64_t gen,
-                 const std::string& note = "", double temperature = 0, double cfg = 0, std::int64_t chunk = 0) {
-    GenerationRequest r;
-    r.params.sampler = sampler;
-    r.compute_dtype_bytes = dtype;
-    r.batch = batch;
-    r.prompt_length = prompt;
-    r.params.gen_length = gen;
-    r.params.block_length = std::min<std::int64_t>(32, gen);
-    r.params.steps = gen;
-    r.params.temperature = temperature;
-    r.params.cfg_scale = cfg;
-    r.params.attention_query_chunk = chunk;
-    out.push_back({r, note});
-  };
-  for (int dtype : {4, 2}) {
-    for (SamplerMode sampler : {SamplerMode::kReference, SamplerMode::kDualCache}) {
-      for (std::int64_t gen : quick ? std::vector<std::int64_t>{64, 256} : std::vector<std::int64_t>{64, 128, 256}) {
-        for (std::int64_t batch : {1, 4}) add(sampler, dtype, batch, 32, gen);
-      }
-    }
-  }
-  add(SamplerMode::kReference, 4, 1, 32, 128, "temperature 0.7", 0.7);
-  add(SamplerMode::kReference, 4, 1, 32, 128, "cfg 1.0", 0, 1.0);
-  add(SamplerMode::kBlockLogits, 4, 4, 32, 256, "");
-  add(SamplerMode::kDualCache, 4, 1, 1024, 64, "long prompt");
-  add(SamplerMode::kDualCache, 4, 1, 1024, 64, "long prompt, chunk 128", 0, 0, 128);
-  add(SamplerMode::kDualCache, 2, 2, 2048, 64, "long prompt");
-  return out;
-}
-
-// Ordinary token ids (below LLaDA's special tokens), different per row.
-std::vector<std::vector<std::int64_t>> Prompts(std::int64_t batch, std::int64_t length) {
-  std::vector<std::vector<std::int64_t>> rows(batch);
-  for (std::int64_t r = 0; r < batch; ++r)
-    for (std::int64_t i = 0; i < length; ++i) rows[r].push_back((1000 + 37 * i + 11 * r) % 100000);
-  return rows;
-}
-
-// Resets VmHWM to the current RSS (Linux >= 4.0); false when the kernel refuses.
-bool ResetPeakRss() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  out.flush();
-  return static_cast<bool>(out);
-}
-
-// Faults in every weight page (zero-copy bf16 views of the mapped checkpoint are not resident
-// until read), so that the baseline holds all of the weights.
-void TouchWeights(const unmask::model::LladaModel& m) {
-  const auto& w = m.weights();
-  volatile double sink = w.wte.sum().item<double>() + w.ln_f.sum().item<double>() + w.lm_head.weight().sum().item<double>();
-  for (const auto& b : w.blocks) {
-    for (const auto* l : {&b.q_proj, &b.k_proj, &b.v_proj, &b.attn_out, &b.ff_proj, &b.up_proj, &b.ff_out})
-      sink = sink + l->weight().sum().item<double>();
-    sink = sink + b.attn_norm.sum().item<double>() + b.ff_norm.sum().item<double>();
-  }
-}
-
-nlohmann::json RunOne(const std::string& dir, const GenerationRequest& r, int steps_run, long mmap_threshold) {
-  using namespace unmask;
-  // A fixed threshold turns off glibc's dynamic one, under which freed blocks of up to 32 MiB
-  // stay in the heap (resident) after their tensors are gone.
-  if (mmap_threshold > 0 && ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold)) != 1)
-    return {{"error", "mallopt(M_MMAP_THRESHOLD) failed"}};
-  model::ModelOptions opts;
-  opts.precision = r.compute_dtype_bytes == 4 ? model::Precision::kFloat32 : model::Precision::kBFloat16;
-  opts.attention_query_chunk = r.params.attention_query_chunk;
-  auto m = model::LladaModel::Load(dir, opts);
-  if (!m.ok()) return {{"error", m.status().ToString()}};
-  TouchWeights(**m);
-  const std::uint64_t loaded = bench::CurrentRssBytes();
-  const generation::SamplerMode mode = r.params.sampler;
-
-  sampler::PromptBatch warm_prompt;
-  warm_prompt.ids = Prompts(1, 1);
-  generation::GenerationParams warm;
-  warm.gen_length = warm.block_length = warm.steps = 1;
-  warm.mask_id = (*m)->config().mask_token_id;
-  warm.temperature = r.params.temperature;
-  warm.cfg_scale = r.params.cfg_scale;
-  (void)sampler::Generate(mode, **m, warm_prompt, warm);
-  const bool reset = ResetPeakRss();
-  const std::uint64_t baseline = bench::CurrentRssBytes();
-
-  sampler::PromptBatch prompts;
-  prompts.ids = Prompts(r.batch, r.prompt_length);
-  generation::GenerationParams p;
-  p.gen_length = r.params.gen_length;
-  p.block_length = r.params.block_length;
-  p.steps = r.params.steps;
-  p.temperature = r.params.temperature;
-  p.cfg_scale = r.params.cfg_scale;
-  p.mask_id = (*m)->config().mask_token_id;
-  int seen = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto result = sampler::Generate(mode, **m, prompts, p, {}, [&](const sampler::StepEvent&) { return ++seen < steps_run; });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!result.ok() && result.status().code() != StatusCode::kCancelled) return {{"error", result.status().ToString()}};
-  const std::uint64_t peak = bench::PeakRssBytes();
-  return {{"loaded_rss", loaded}, {"baseline_rss", baseline}, {"peak_rss", peak}, {"hwm_reset", reset},
-          {"measured", peak > baseline ? peak - baseline : 0}, {"steps", seen}, {"seconds", seconds}};
-}
-
-nlohmann::json RunInChild(const std::string& dir, const GenerationRequest& r, int steps_run, long mmap_threshold) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {{"error", "pipe failed"}};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    const std::string out = RunOne(dir, r, steps_run, mmap_threshold).dump();
-    (void)!::write(fds[1], out.data(), out.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof(buf))) > 0) text.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) return {{"error", "child failed (status " + std::to_string(status) + ")"}};
-  return j;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string model_dir, doc, filter;
+struct Args {
+  std::string model_dir, doc, filter, models = "dense,llada-moe,llada2";
   int steps_run = 2;
   long mmap_threshold = 1 << 20;
-  bool quick = false;
-  CLI::App app{"bench_memory: predicted vs measured activation peaks"};
-  app.add_option("--model", model_dir, "checkpoint directory (default: a random model in a temp dir)");
-  app.add_option("--steps-run", steps_run, "denoising steps run per generation before it is stopped");
-  app.add_option("--mmap-threshold", mmap_threshold,
-                 "M_MMAP_THRESHOLD of the second measurement (bytes; 0: measure only glibc's default)");
-  app.add_flag("--quick", quick, "fewer request sizes");
-  app.add_option("--filter", filter, "only cases whose 'sampler precision note' contains this");
-  app.add_option("--doc", doc, "markdown file whose bench:memory section is replaced");
-  CLI11_PARSE(app, argc, argv);
-  (void)unmask::bench::SetUpComputeOrExit();
+  bool quick = false, predict_only = false, skip_weights = false;
+  bool second() const { return mmap_threshold > 0 && !predict_only; }
+};
 
-  std::unique_ptr<unmask::bench::TempModel> temp;
-  if (model_dir.empty()) {
-    auto made = unmask::bench::TempModel::Make("memory", unmask::bench::RandomModel(256, 4, 4, 768));
-    if (!made.ok()) {
-      std::cerr << made.status().ToString() << "\n";
-      return 1;
-    }
-    temp = std::move(*made);
-    model_dir = temp->dir();
-  }
-  auto config = unmask::checkpoint::LladaConfig::FromFile(model_dir + "/config.json");
-  if (!config.ok()) {
-    std::cerr << config.status().ToString() << "\n";
-    return 1;
-  }
+// The largest deviation either way, with the default and the fixed mmap threshold.
+struct Totals {
+  double worst_default = 1.0, worst_fixed = 1.0, worst_weights = 1.0;
+  int failures = 0;
+};
 
-  const bool second = mmap_threshold > 0;
-  const std::string threshold = unmask::fitting::HumanBytes(static_cast<std::uint64_t>(mmap_threshold));
+std::string PrecisionOf(const fitting::GenerationRequest& r) { return r.compute_dtype_bytes == 4 ? "fp32" : "bf16"; }
+std::string Str(std::int64_t v) { return std::to_string(v); }
+
+std::string Label(const Case& c) {
+  return std::string(bench::memory::ModelKindName(c.model)) + " " +
+         generation::SamplerModeName(c.request.params.sampler) + " " + PrecisionOf(c.request) + " " + c.note;
+}
+
+// "LLaDA-MoE, 94.0 M parameters (d_model 256, 4 layers, 4 heads, 64 experts of MLP 128, top-8, ...)".
+std::string ModelLine(const checkpoint::LladaConfig& c) {
+  char params[32];
+  std::snprintf(params, sizeof(params), "%.1f M parameters", c.parameter_count() / 1e6);
+  std::string shape = "d_model " + Str(c.d_model) + ", " + Str(c.n_layers) + " layers, " + Str(c.n_heads) + " heads";
+  if (c.n_kv_heads != c.n_heads) shape += " (" + Str(c.n_kv_heads) + " KV heads)";
+  const auto& m = c.moe;
+  if (m.num_experts > 0) {
+    shape += ", " + Str(m.num_experts) + " experts of MLP " + Str(m.expert_hidden_size);
+    if (m.n_group > 1) shape += " in " + Str(m.n_group) + " groups (" + Str(m.topk_group) + " kept)";
+    shape += ", top-" + Str(m.top_k);
+    if (m.shared_hidden_size > 0) shape += ", a shared expert of MLP " + Str(m.shared_hidden_size);
+    std::int64_t dense = 0;
+    for (std::int64_t i = 0; i < c.n_layers; ++i) dense += m.is_moe_layer(i) ? 0 : 1;
+    if (dense > 0) shape += ", " + Str(dense) + " dense layer(s) of MLP " + Str(c.mlp_hidden_size);
+  } else {
+    shape += ", MLP " + Str(c.mlp_hidden_size);
+  }
+  return std::string(checkpoint::ArchitectureName(c.architecture)) + ", " + params + " (" + shape + ", vocab " +
+         Str(c.embedding_size) + "), bf16 on disk";
+}
+
+std::string Intro(const Args& a) {
+  const std::string threshold = fitting::HumanBytes(static_cast<std::uint64_t>(a.mmap_threshold));
   std::ostringstream md;
   md << "Predicted activation peak (`unmask::fitting::EstimateRequest(...).peak`, weights excluded) against "
         "the measured one: peak RSS (VmHWM) of a child process during one generation minus its RSS just "
         "before it (model loaded, every weight page touched, a one-token warm-up run, VmHWM reset), with "
         "glibc's default allocator settings"
-     << (second ? " and with `mallopt(M_MMAP_THRESHOLD, " + threshold + ")`" : std::string()) << ". Generations stop after "
-     << steps_run << " steps (each reference step allocates the same; the cache modes peak in the fill step, "
-     << "their first). block_length 32, steps = gen_length, greedy unless noted. Model: "
-     << config->parameter_count() / 1e6 << " M parameters (d_model " << config->d_model << ", " << config->n_layers
-     << " layers, " << config->n_heads << " heads, MLP " << config->mlp_hidden_size << ", vocab "
-     << config->embedding_size << "), bf16 on disk.\n\n"
-     << "| sampler | precision | batch | prompt | gen | note | predicted | predicted phase | measured | ratio |"
-     << (second ? " measured, mmap threshold " + threshold + " | ratio |" : std::string()) << "\n"
-     << "|---|---|---|---|---|---|---|---|---|---|" << (second ? "---|---|" : "") << "\n";
-  int failures = 0;
-  double worst_default = 1.0, worst_fixed = 1.0;
+     << (a.second() ? " and with `mallopt(M_MMAP_THRESHOLD, " + threshold + ")`" : std::string())
+     << ". Generations stop after " << a.steps_run
+     << " steps (each reference step allocates the same; the cache modes peak in the fill step, their first), "
+        "except LLaDA2's sampler, which runs to the end (its window grows block by block, the last block's first "
+        "step is its peak; steps are per block there, 4). block_length 32, steps = gen_length, greedy unless "
+        "noted. One table per model, each a random checkpoint.\n";
+  return md.str();
+}
+
+std::string TableHeader(const Args& a) {
+  const std::string threshold = fitting::HumanBytes(static_cast<std::uint64_t>(a.mmap_threshold));
+  std::string h = "| sampler | precision | batch | prompt | gen | note | predicted | predicted phase |";
+  std::string rule = "|---|---|---|---|---|---|---|---|";
+  if (!a.predict_only) {
+    h += " measured | ratio |";
+    rule += "---|---|";
+  }
+  if (a.second()) {
+    h += " measured, mmap threshold " + threshold + " | ratio |";
+    rule += "---|---|";
+  }
+  return h + "\n" + rule + "\n";
+}
+
+// The measured columns of one case, or false (printed) when a child failed.
+bool Measure(const std::string& dir, const Case& c, const fitting::MemoryEstimate& e, const Args& a, Totals& t,
+             std::string& line) {
   auto deviation = [](double ratio) { return std::max(ratio, 1.0 / ratio); };
-  for (const Case& c : Cases(quick)) {
-    const std::string sampler_name = unmask::generation::SamplerModeName(c.request.params.sampler);
-    const std::string label = sampler_name + " " + PrecisionOf(c.request) + " " + c.note;
-    if (!filter.empty() && label.find(filter) == std::string::npos) continue;
-    const unmask::fitting::RequestShape shape = unmask::fitting::ShapeOf(c.request);
-    const unmask::fitting::MemoryEstimate e = unmask::fitting::EstimateRequest(*config, shape);
-    char row[640];
-    std::snprintf(row, sizeof(row), "| %s | %s | %lld | %lld | %lld | %s | %s | %s |", sampler_name.c_str(),
-                  PrecisionOf(c.request).c_str(), static_cast<long long>(c.request.batch),
-                  static_cast<long long>(c.request.prompt_length), static_cast<long long>(c.request.params.gen_length),
-                  c.note.c_str(), unmask::fitting::HumanBytes(e.peak).c_str(), e.peak_phase.c_str());
-    std::string line = row;
-    bool failed = false;
-    for (long t : second ? std::vector<long>{0, mmap_threshold} : std::vector<long>{0}) {
-      const auto r = RunInChild(model_dir, c.request, steps_run, t);
-      if (r.contains("error")) {
-        std::cerr << label << ": " << r["error"] << "\n";
-        failed = true;
-        break;
-      }
-      const std::uint64_t measured = r["measured"].get<std::uint64_t>();
-      const double ratio = static_cast<double>(measured) / static_cast<double>(e.peak);
-      (t == 0 ? worst_default : worst_fixed) = std::max(t == 0 ? worst_default : worst_fixed, deviation(ratio));
-      std::snprintf(row, sizeof(row), " %s | %.2f |", unmask::fitting::HumanBytes(measured).c_str(), ratio);
-      line += row;
-      std::cerr << label << " mmap threshold " << t << ": baseline "
-                << unmask::fitting::HumanBytes(r["baseline_rss"].get<std::uint64_t>()) << ", hwm reset "
-                << r["hwm_reset"] << ", " << r["seconds"] << " s\n";
+  const int steps_run = c.steps_run == 0 ? a.steps_run : c.steps_run;
+  for (long threshold : a.second() ? std::vector<long>{0, a.mmap_threshold} : std::vector<long>{0}) {
+    const auto r = bench::memory::RunInChild(dir, c.request, steps_run, threshold);
+    if (r.contains("error")) {
+      std::cerr << Label(c) << ": " << r["error"] << "\n";
+      return false;
     }
-    if (failed) {
-      ++failures;
+    const std::uint64_t measured = r["measured"].get<std::uint64_t>();
+    const double ratio = static_cast<double>(measured) / static_cast<double>(e.peak);
+    double& worst = threshold == 0 ? t.worst_default : t.worst_fixed;
+    worst = std::max(worst, deviation(ratio));
+    char cell[96];
+    std::snprintf(cell, sizeof(cell), " %s | %.2f |", fitting::HumanBytes(measured).c_str(), ratio);
+    line += cell;
+    std::cerr << Label(c) << " mmap threshold " << threshold << ": baseline "
+              << fitting::HumanBytes(r["baseline_rss"].get<std::uint64_t>()) << ", hwm reset " << r["hwm_reset"]
+              << ", " << r["steps"] << " steps, " << r["seconds"] << " s\n";
+  }
+  return true;
+}
+
+std::string Row(const Case& c, const fitting::MemoryEstimate& e) {
+  const auto& r = c.request;
+  char row[640];
+  std::snprintf(row, sizeof(row), "| %s | %s | %lld | %lld | %lld | %s | %s | %s |",
+                generation::SamplerModeName(r.params.sampler), PrecisionOf(r).c_str(),
+                static_cast<long long>(r.batch), static_cast<long long>(r.prompt_length),
+                static_cast<long long>(r.params.gen_length), c.note.c_str(), fitting::HumanBytes(e.peak).c_str(),
+                e.peak_phase.c_str());
+  return row;
+}
+
+// The table of one model: its random checkpoint (or --model for the dense one) and its cases.
+std::string ModelSection(ModelKind kind, const std::vector<Case>& cases, const Args& a, Totals& t) {
+  std::unique_ptr<bench::TempModel> temp;
+  std::string dir = kind == ModelKind::kDense ? a.model_dir : "";
+  if (dir.empty()) {
+    auto made = bench::TempModel::Make(std::string("memory-") + bench::memory::ModelKindName(kind),
+                                       bench::memory::ModelOptionsFor(kind));
+    if (!made.ok()) {
+      std::cerr << made.status().ToString() << "\n";
+      ++t.failures;
+      return "";
+    }
+    temp = std::move(*made);
+    dir = temp->dir();
+  }
+  auto config = checkpoint::LladaConfig::FromFile(dir + "/config.json");
+  if (!config.ok()) {
+    std::cerr << config.status().ToString() << "\n";
+    ++t.failures;
+    return "";
+  }
+  std::ostringstream md;
+  md << "\n**" << bench::memory::ModelKindName(kind) << "**: " << ModelLine(*config) << ".\n\n" << TableHeader(a);
+  for (const Case& c : cases) {
+    const fitting::MemoryEstimate e = fitting::EstimateRequest(*config, fitting::ShapeOf(c.request));
+    std::string line = Row(c, e);
+    if (!a.predict_only && !Measure(dir, c, e, a, t, line)) {
+      ++t.failures;
       continue;
     }
     md << line << "\n";
     std::cerr << line << "\n";
   }
+  if (!a.skip_weights)
+    md << bench::memory::WeightsTable(dir, *config, {"bf16", "int8", "int4"}, t.worst_weights, t.failures);
+  return md.str();
+}
+
+bool Selected(const Case& c, const Args& a) {
+  const std::string name = bench::memory::ModelKindName(c.model);
+  if (("," + a.models + ",").find("," + name + ",") == std::string::npos) return false;
+  return a.filter.empty() || Label(c).find(a.filter) != std::string::npos;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"bench_memory: predicted vs measured activation peaks"};
+  app.add_option("--model", a.model_dir, "checkpoint directory for the dense cases (default: a random model)");
+  app.add_option("--models", a.models, "comma-separated models to measure: dense, llada-moe, llada2");
+  app.add_option("--steps-run", a.steps_run, "denoising steps run per generation before it is stopped");
+  app.add_option("--mmap-threshold", a.mmap_threshold,
+                 "M_MMAP_THRESHOLD of the second measurement (bytes; 0: measure only glibc's default)");
+  app.add_flag("--quick", a.quick, "fewer request sizes");
+  app.add_option("--filter", a.filter, "only cases whose 'model sampler precision note' contains this");
+  app.add_flag("--predict-only", a.predict_only, "print the predictions without measuring");
+  app.add_flag("--skip-weights", a.skip_weights, "leave out the weight segments (WeightBytes vs the loader's)");
+  app.add_option("--doc", a.doc, "markdown file whose bench:memory section is replaced");
+  CLI11_PARSE(app, argc, argv);
+  (void)bench::SetUpComputeOrExit();
+
+  Totals t;
+  std::ostringstream md;
+  md << Intro(a);
+  const std::vector<Case> cases = bench::memory::Cases(a.quick);
+  for (ModelKind kind : bench::memory::AllModelKinds()) {
+    std::vector<Case> mine;
+    for (const Case& c : cases)
+      if (c.model == kind && Selected(c, a)) mine.push_back(c);
+    if (!mine.empty()) md << ModelSection(kind, mine, a, t);
+  }
   char summary[256];
-  std::snprintf(summary, sizeof(summary), "\nLargest deviation either way: %.2fx with glibc's defaults", worst_default);
+  std::snprintf(summary, sizeof(summary), "\nLargest deviation either way: %.2fx with glibc's defaults", t.worst_default);
   md << summary;
-  if (second) {
-    std::snprintf(summary, sizeof(summary), ", %.2fx with the fixed mmap threshold", worst_fixed);
+  if (a.second()) {
+    std::snprintf(summary, sizeof(summary), ", %.2fx with the fixed mmap threshold", t.worst_fixed);
     md << summary;
   }
-  md << ".\n\nMachine: " << unmask::bench::MachineDescription() << ". Command: `"
-     << unmask::bench::CommandLine(argc, argv) << "`\n";
-  std::cout << md.str();
-  if (!doc.empty() && !unmask::bench::ReplaceDocSection(doc, "memory", md.str())) {
-    std::cerr << "cannot write " << doc << "\n";
-    ++failures;
+  if (!a.skip_weights) {
+    std::snprintf(summary, sizeof(summary), "; weights: %.4fx", t.worst_weights);
+    md << summary;
   }
-  return failures ? 1 : 0;
+  md << ".\n\nMachine: " << bench::MachineDescription() << ". Command: `" << bench::CommandLine(argc, argv) << "`\n";
+  std::cout << md.str();
+  if (!a.doc.empty() && !bench::ReplaceDocSection(a.doc, "memory", md.str())) {
+    std::cerr << "cannot write " << a.doc << "\n";
+    ++t.failures;
+  }
+  return t.failures ? 1 : 0;
 }

@@ -64,6 +64,10 @@ RequestShape ShapeOf(const GenerationRequest& r) {
   s.temperature = r.params.temperature;
   s.cfg_scale = r.params.cfg_scale;
   s.attention_query_chunk = r.params.attention_query_chunk;
+  generation::CacheKind cache;
+  generation::DecodeRule rule;
+  s.float64_confidence = generation::FastModeOf(r.params.sampler, &cache, &rule) &&
+                         (cache != generation::CacheKind::kNone || rule != generation::DecodeRule::kSchedule);
   return s;
 }
 

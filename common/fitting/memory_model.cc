@@ -37,21 +37,35 @@ struct ForwardPhases {
   u64 scores = 0;                          // the scores part of attention
 };
 
-// The MLP phase of a MoE layer (common/model/moe.cc) over n = b·seq rows with k = top_k slots
-// each, on top of `base` (the block's locals): the router's logits and float32 probabilities
-// (3·n·E·4), the routed rows gathered (n·k·d·s), the experts' outputs and their concatenation
-// (2·n·k·d·s), the mixing (LLaDA2: outputs back in slot order, a float32 copy and the product,
-// n·k·d·(s + 8); LLaDA-MoE: the weighted outputs, n·k·d·s), one expert's gate, up and product at
-// a time over at most n rows (3·n·m·s), and the shared expert's (3·n·m_shared·s). Not yet
-// checked against measured peaks.
+// The MLP phase of a MoE layer (common/model/moe.cc, MoeForward) over n = b·seq rows with
+// k = top_k slots each, on top of `base` (the block's locals). Measured against peak RSS by
+// bench_memory (LLaDA-MoE and LLaDA2 tables). Alive throughout: the routing and the slots' sort
+// order (n·k·(4 + 8 + 8)). Then the largest of its sub-phases, each freeing the one before:
+//  - router: LLaDA-MoE the logits and their float32 softmax (n·E·(s + 4)); LLaDA2 in float32
+//    the logits, sigmoid, biased and masked choice (4·n·E·4) and the rows widened to float32;
+//  - experts: the routed rows gathered (n·k·d·s), the experts' outputs so far, and one expert's
+//    gate, silu, up and product, alive together in one expression (4·c·m·s, c <= n rows); at
+//    the concatenation the gathered rows, the parts and the result (3·n·k·d·s);
+//  - mixing, with the outputs still alive: LLaDA-MoE the weighted outputs and the zeroed sum
+//    (n·k·d·s + n·d·s); LLaDA2 the outputs back in slot order, their float32 copy (none when s
+//    is 4) and the float32 product (n·k·d·(s + 4 [+ 4]));
+//  - shared expert (the outputs still alive): its gate, silu, up and product (4·n·m_shared·s),
+//    its output, the mixed rows and their sum.
 u64 MoeMlpBytes(const checkpoint::LladaConfig& c, u64 b, u64 seq, u64 s, u64 base) {
   const u64 n = Mul({b, seq}), d = AtLeast1(c.d_model), k = AtLeast1(c.moe.top_k);
-  const u64 slots = Mul({n, k, d});
+  const u64 experts = AtLeast1(c.moe.num_experts), m = AtLeast1(c.moe.expert_hidden_size);
+  const u64 slots = Mul({n, k, d, s});  // one copy of the routed rows in the compute dtype
+  const u64 hidden = Mul({n, d, s});
   const bool llada2 = c.architecture == checkpoint::Architecture::kLlada2Moe;
-  const u64 mixing = llada2 ? Mul({slots, s + 2 * kF32}) : Mul({slots, s});
-  const u64 shared = c.moe.shared_hidden_size > 0 ? Mul({3, n, static_cast<u64>(c.moe.shared_hidden_size), s}) : 0;
-  return Add({base, Mul({3, n, AtLeast1(c.moe.num_experts), kF32}), Mul({3, slots, s}), mixing,
-              Mul({3, n, AtLeast1(c.moe.expert_hidden_size), s}), shared});
+  const u64 routing = Mul({n, k, 20});
+  const u64 router = llada2 ? Add({Mul({4, n, experts, kF32}), s != kF32 ? Mul({n, d, kF32}) : 0})
+                            : Mul({n, experts, s + kF32});
+  const u64 gather = Add({Mul({2, slots}), std::max(slots, Mul({4, n, m, s}))});
+  const u64 float_copy = s != kF32 ? Mul({n, k, d, kF32}) : 0;
+  const u64 mixing = llada2 ? Add({Mul({2, slots}), float_copy, Mul({n, k, d, kF32})}) : Add({Mul({2, slots}), hidden});
+  const u64 shared_width = static_cast<u64>(std::max<std::int64_t>(0, c.moe.shared_hidden_size));
+  const u64 shared = shared_width > 0 ? Add({slots, Mul({3, hidden}), Mul({4, n, shared_width, s})}) : 0;
+  return Add({base, routing, std::max({router, gather, mixing, shared})});
 }
 
 bool HasDenseMlp(const checkpoint::LladaConfig& c) {
@@ -96,6 +110,36 @@ ForwardPhases ForwardLayer(const checkpoint::LladaConfig& c, u64 b, u64 seq, u64
   return p;
 }
 
+// LLaDA2's block-causal attention bias (layers.cc, WithBlockCausalBias): float32 [seq, seq],
+// built once per forward and alive through every layer; where the scores are not float32 each
+// query chunk's rows of it are cast to s while they are added.
+void AddCausalBias(ForwardPhases& f, u64 seq, u64 s, std::int64_t chunk) {
+  const u64 bias = Mul({seq, seq, kF32});
+  const u64 query_rows = chunk > 0 && static_cast<u64>(chunk) < seq ? static_cast<u64>(chunk) : seq;
+  f.rotary = Add({f.rotary, bias});
+  f.attention = Add({f.attention, bias, s != kF32 ? Mul({query_rows, seq, s}) : 0});
+  f.mlp = Add({f.mlp, bias});
+}
+
+struct SamplePhases {
+  u64 noise = 0, softmax = 0;
+};
+
+// LLaDA2's sampler (llada2_sampler.cc, Sample) over its block's `row_logits` logits works in
+// float32 whatever s, with no float64 noise: greedy, the logits, their float32 copy (none when s
+// is 4) and the softmax. With temperature the logits and the scaled float32 copy, then the
+// largest of: the probabilities and multinomial's exponential draws (s + 12 bytes a logit), and
+// top_p's nucleus (sorted logits, int64 order, softmax, cumsum, bool mask: s + 25). RequestShape
+// does not say whether top_p is on, so the larger is counted: without it this is ~1.8x what is
+// measured, with it exact (bench_memory); top_k with top_p adds its float32 copy (~15% more).
+SamplePhases Llada2Sampling(u64 row_logits, u64 s, bool noise) {
+  if (noise) {
+    const u64 bytes = Mul({row_logits, s + kF32 /* scaled */ + 3 * kF32 /* sorted, softmax, cumsum */ + kF64 + 1});
+    return {bytes, bytes};
+  }
+  return {0, Mul({row_logits, s + kF32 + (s != kF32 ? kF32 : 0)})};
+}
+
 }  // namespace
 
 std::uint64_t MemoryEstimate::total() const { return Add({weights, scratch, peak}); }
@@ -130,19 +174,29 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   const u64 kvd = Mul({AtLeast1(config.n_kv_heads), AtLeast1(config.head_dim())});
   e.kv_cache = cached ? Mul({2, AtLeast1(config.n_layers), model_batch, kvd, seq, s}) : 0;
 
-  const ForwardPhases f = ForwardLayer(config, model_batch, seq, s, shape.attention_query_chunk, cached);
+  ForwardPhases f = ForwardLayer(config, model_batch, seq, s, shape.attention_query_chunk, cached);
+  if (llada2) AddCausalBias(f, seq, s, shape.attention_query_chunk);
   e.attention_scores = f.scores;
   e.activations = std::max({f.rotary, f.attention - f.scores, f.mlp});
 
   // Logits rows: the reference computes every position; the fast modes narrow to the block.
+  // (Greedy, the reference runs block_logits' head over the block (step_sampler.cc), so this
+  // over-counts it: safe, left for the clamp's reference -> block_logits lever to keep its meaning.)
   const u64 rows = shape.sampler == SamplerKind::kReference ? seq : block;
   const u64 vocab = AtLeast1(config.embedding_size), d = AtLeast1(config.d_model);
   const u64 row_logits = Mul({batch, rows, vocab});  // elements after guidance is combined
   const u64 head = Add({Mul({model_batch, seq, d, s}), Mul({model_batch, rows, d, 2 * kF32 + s}),
                         Mul({model_batch, rows, vocab, s})});
   const u64 cfg_phase = cfg ? Mul({5, row_logits, s}) : 0;
-  const u64 noise_phase = noise ? Add({Mul({row_logits, s}), Mul({5, row_logits, kF64})}) : 0;
-  const u64 softmax_phase = Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0});
+  // The fast modes with a cache or a threshold / factor rule take the confidences' softmax in
+  // float64 (fast_sampler.cc); plain block_logits keeps the reference's dtype.
+  const bool f64_confidence = (cached && !llada2) || shape.float64_confidence;
+  const SamplePhases sample =
+      llada2 ? Llada2Sampling(row_logits, s, noise)
+             : SamplePhases{noise ? Add({Mul({row_logits, s}), Mul({5, row_logits, kF64})}) : 0,
+                            Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0,
+                                 f64_confidence ? Mul({row_logits, 2 * kF64}) : 0})};
+  const u64 noise_phase = sample.noise, softmax_phase = sample.softmax;
   e.logits = std::max({head, cfg_phase, noise_phase, softmax_phase});
 
   auto phase = [&](const char* name, u64 bytes) { e.phases.push_back({name, Add({bytes, e.kv_cache})}); };

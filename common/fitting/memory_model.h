@@ -28,10 +28,13 @@
 //                 uncond + (cfg + 1)(cond - uncond): 5 · B·R·V·s
 //      noise      temperature > 0: logits + five float64 arrays of B·R·V (logits as float64,
 //                 uniform noise, log, negation, power; then exp and the quotient)
-//      softmax    logits, softmax probabilities, and the float64 noisy logits when temperature > 0
+//      softmax    logits, softmax probabilities, and the float64 noisy logits when temperature > 0;
+//                 the confidences' float64 softmax (2 · B·R·V·8) in the cache modes and the
+//                 threshold / factor rules
 //    On a MoE layer (LLaDA-MoE, LLaDA2.x) the mlp phase is the routed block instead where that
-//    is larger: top_k copies of the rows (gathered, expert outputs, mixed) plus one expert's and
-//    the shared expert's gate/up/product (memory_model.cc, MoeMlpBytes; not yet measured).
+//    is larger (memory_model.cc, MoeMlpBytes, measured by bench_memory). LLaDA2's block diffusion
+//    (llada2, llada21) runs the canvas padded to whole blocks, keeps its K/V, holds a float32
+//    block-causal bias through the forward and samples in float32 (no float64 noise).
 //  - persistent: the KV cache of prefix_cache / dual_cache, 2 · layers · B' · kv · L · s (filled
 //    by a full forward at the start of every block, which is the peak step of those modes; the
 //    segment steps in between run fewer query rows against the same cache and need less).
@@ -71,6 +74,9 @@ struct RequestShape {
   double temperature = 0.0;  // > 0: float64 Gumbel noise over the logits rows
   double cfg_scale = 0.0;    // > 0: classifier-free guidance, the batch is doubled
   std::int64_t attention_query_chunk = 0;  // 0: full L x L scores per head
+  // The confidences' softmax runs in float64 (block_logits with a threshold or factor rule; the
+  // cache modes always do): ShapeOf sets it from the mode.
+  bool float64_confidence = false;
   // Given by the caller: the weight segment (WeightBytes, or the manifest's segment_bytes) and
   // the scratch a quantized model dequantizes into (DequantScratchBytes). Both are per device /
   // per process, not per request: they are reported apart from `peak`.

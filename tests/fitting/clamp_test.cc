@@ -106,6 +106,26 @@ TEST(Clamp, OffChangesNothingButReportsWhatDoesNotFit) {
   EXPECT_NE(r->adjustments[0].reason.find("policy off"), std::string::npos);
 }
 
+TEST(ShapeOf, TheFastModesFloat64ConfidencesAreCounted) {
+  // fast_sampler.cc takes the confidences' softmax in float64 with a cache or a threshold / factor
+  // rule; plain block_logits keeps the reference's dtype (bench_memory measured the difference).
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  const auto estimate = [&](SamplerMode mode) {
+    const RequestShape s = ShapeOf(Ask(32, 128, 32, 128, mode));
+    return std::make_pair(s.float64_confidence, EstimateRequest(config, s).logits);
+  };
+  const auto plain = estimate(SamplerMode::kBlockLogits);
+  EXPECT_FALSE(plain.first);
+  const std::uint64_t f64 = 2ull * 8 * 32 * static_cast<std::uint64_t>(config.embedding_size);  // block rows
+  for (SamplerMode mode : {SamplerMode::kThreshold, SamplerMode::kFactor}) {
+    const auto ruled = estimate(mode);
+    EXPECT_TRUE(ruled.first) << generation::SamplerModeName(mode);
+    EXPECT_GE(ruled.second, plain.second + f64 - 32ull * config.embedding_size * 8) << generation::SamplerModeName(mode);
+  }
+  EXPECT_TRUE(estimate(SamplerMode::kDualCache).first);
+  EXPECT_FALSE(estimate(SamplerMode::kReference).first);
+}
+
 TEST(Clamp, OffRefusesAnOverLongRequest) {
   auto r = Clamp(testing::SmallConfigWithLladaVocab(), Ask(4000, 256, 32, 256), ~0ull, 0, ClampPolicy::kOff);
   ASSERT_FALSE(r.ok());

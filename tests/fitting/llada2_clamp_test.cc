@@ -40,8 +40,8 @@ TEST(Llada2Memory, TheCacheCoversTheCanvasPaddedToWholeBlocks) {
   const MemoryEstimate same_window = Estimate(config, prefix);
   EXPECT_GT(llada2.kv_cache, 0u);
   EXPECT_EQ(llada2.kv_cache, same_window.kv_cache);
-  EXPECT_EQ(llada2.logits, same_window.logits);  // one block's logits rows
-  EXPECT_EQ(llada2.peak, same_window.peak);
+  // One block's logits rows both, but LLaDA2 takes no float64 softmax of them (prefix_cache does).
+  EXPECT_LT(llada2.logits, same_window.logits);
   // Longer blocks pad further and compute more logits rows.
   EXPECT_GT(Estimate(config, Llada2(10, 60, 64, 64)).peak, llada2.peak);
   EXPECT_EQ(SamplerKindName(SamplerKindOf(SamplerMode::kLlada2)), std::string("llada2"));

@@ -117,6 +117,13 @@ TEST(MemoryModel, TemperatureAddsFloat64NoiseOverTheLogitsRows) {
   EXPECT_EQ(g.peak_phase, "softmax");
 }
 
+std::uint64_t PhaseBytesOf(const MemoryEstimate& e, const std::string& name) {
+  for (const auto& p : e.phases)
+    if (p.name == name) return p.bytes;
+  ADD_FAILURE() << "no phase " << name;
+  return 0;
+}
+
 TEST(MemoryModel, GuidanceDoublesTheModelBatch) {
   const LladaConfig config = testing::SmallConfigWithLladaVocab();
   for (SamplerKind kind : kKinds) {
@@ -128,7 +135,9 @@ TEST(MemoryModel, GuidanceDoublesTheModelBatch) {
     EXPECT_EQ(a.activations, b.activations);
     EXPECT_EQ(a.attention_scores, b.attention_scores);
     EXPECT_EQ(a.kv_cache, b.kv_cache);
-    EXPECT_GT(a.logits, EstimateRequest(config, Shape(32, 128, 32, kind)).logits * 2);  // 5 B-row arrays
+    const MemoryEstimate plain = EstimateRequest(config, Shape(32, 128, 32, kind));
+    EXPECT_GE(a.logits, plain.logits);  // the guided combination (5 B-row arrays) or the float64 softmax
+    EXPECT_GT(PhaseBytesOf(a, "head"), PhaseBytesOf(plain, "head"));  // the doubled batch through the LM head
   }
 }
 
@@ -172,7 +181,7 @@ TEST(MemoryModel, Bf16HalvesTheComputeDtypeTerms) {
   EXPECT_EQ(2 * b.attention_scores, a.attention_scores);
   EXPECT_EQ(2 * b.kv_cache, a.kv_cache);
   EXPECT_LT(b.activations, a.activations);
-  EXPECT_LT(2 * b.logits, a.logits + 1);
+  EXPECT_LT(b.logits, a.logits);  // the float64 confidences do not halve
 }
 
 TEST(MemoryModel, PeakNeverShrinksWhenLengthsGrow) {
@@ -270,11 +279,119 @@ TEST(MemoryModel, MoeLayersCountTheirRoutedRows) {
   const LladaConfig moe = LladaMoe7B();
   RequestShape s = Shape(64, 256, 32);
   const MemoryEstimate e = EstimateRequest(moe, s);
-  // The MoE MLP phase holds top_k copies of the rows (gathered, expert outputs, concatenated,
-  // weighted): at least 4 x 8 x 320 x 2048 x 4 bytes.
+  // The MoE MLP phase holds top_k copies of the rows three times at once (gathered, the experts'
+  // outputs, their concatenation), on top of the block's locals: at least 3 x 8 x 320 x 2048 x 4.
   const auto mlp = std::find_if(e.phases.begin(), e.phases.end(), [](const PhaseBytes& p) { return p.name == "mlp"; });
   ASSERT_NE(mlp, e.phases.end());
-  EXPECT_GE(mlp->bytes, 4ull * 8 * 320 * 2048 * 4);
+  EXPECT_GE(mlp->bytes, 3ull * 8 * 320 * 2048 * 4 + 7ull * 320 * 2048 * 4);
+}
+
+// The bench_memory MoE shapes: d_model 256, 4 layers, 64 experts of 128, top-8, LLaDA's vocabulary;
+// LLaDA2 with 2 KV heads, 8 groups, a shared expert and a dense first layer.
+LladaConfig SmallMoe(checkpoint::Architecture arch, std::int64_t top_k = 8) {
+  LladaConfig c = testing::SmallConfigWithLladaVocab();
+  c.architecture = arch;
+  c.moe.num_experts = 64;
+  c.moe.top_k = top_k;
+  c.moe.expert_hidden_size = 128;
+  c.moe.moe_layers.assign(4, true);
+  if (arch == checkpoint::Architecture::kLlada2Moe) {
+    c.n_kv_heads = 2;
+    c.moe.shared_hidden_size = 128;
+    c.moe.n_group = 8;
+    c.moe.topk_group = 4;
+    c.moe.moe_layers[0] = false;
+  }
+  return c;
+}
+
+
+TEST(MemoryModel, MoeMlpGrowsWithTopKAndRows) {
+  for (auto arch : {checkpoint::Architecture::kLladaMoe, checkpoint::Architecture::kLlada2Moe}) {
+    for (int dtype : {4, 2}) {
+      RequestShape s = Shape(4000, 64, 32, SamplerKind::kBlockLogits);
+      s.attention_query_chunk = 128;
+      s.compute_dtype_bytes = dtype;
+      const MemoryEstimate top8 = EstimateRequest(SmallMoe(arch), s);
+      const MemoryEstimate top16 = EstimateRequest(SmallMoe(arch, 16), s);
+      EXPECT_GT(PhaseBytesOf(top16, "mlp"), PhaseBytesOf(top8, "mlp"));
+      // Three copies of the routed rows (gathered, the experts' outputs, their concatenation) at least.
+      const std::uint64_t slots = 4064ull * 8 * 256 * dtype;
+      EXPECT_GE(PhaseBytesOf(top8, "mlp") - top8.kv_cache, 3 * slots);
+      // Long prompts: the routed rows, not the block's logits, are the peak.
+      EXPECT_EQ(top8.peak_phase, "mlp");
+      RequestShape twice = s;
+      twice.batch = 2;
+      EXPECT_EQ(EstimateRequest(SmallMoe(arch), twice).activations, 2 * top8.activations);
+    }
+  }
+}
+
+TEST(MemoryModel, Llada2MixesTheRoutedRowsInFloat32) {
+  // LLaDA2 mixes in float32 whatever the compute dtype: bf16 saves less than half of its MoE block.
+  RequestShape s = Shape(4000, 64, 32, SamplerKind::kDualCache);
+  s.attention_query_chunk = 128;
+  RequestShape bf16 = s;
+  bf16.compute_dtype_bytes = 2;
+  const LladaConfig llada2 = SmallMoe(checkpoint::Architecture::kLlada2Moe);
+  const LladaConfig llada_moe = SmallMoe(checkpoint::Architecture::kLladaMoe);
+  const std::uint64_t slots_f32 = 4064ull * 8 * 256 * 4;
+  // fp32: the outputs, their slot-ordered copy and the float32 product; bf16: two bf16 copies,
+  // the float32 copy and the product: the same bytes.
+  EXPECT_GE(EstimateRequest(llada2, bf16).activations, 3 * slots_f32);
+  // LLaDA-MoE mixes in the compute dtype: bf16 about halves it (only the router is float32).
+  EXPECT_LT(EstimateRequest(llada_moe, bf16).activations, 0.51 * EstimateRequest(llada_moe, s).activations);
+}
+
+RequestShape Llada2Shape(std::int64_t prompt, std::int64_t gen, std::int64_t block) {
+  RequestShape s = Shape(prompt, gen, block, SamplerKind::kLlada2);
+  s.steps = 4;  // per block
+  return s;
+}
+
+TEST(MemoryModel, Llada2PadsTheCanvasToWholeBlocks) {
+  const LladaConfig config = SmallMoe(checkpoint::Architecture::kLlada2Moe);
+  // 40 + 64 = 104 tokens: 4 blocks of 32, 128 positions, as 40 + 88 unpadded.
+  const MemoryEstimate padded = EstimateRequest(config, Llada2Shape(40, 64, 32));
+  const MemoryEstimate whole = EstimateRequest(config, Llada2Shape(40, 88, 32));
+  EXPECT_EQ(padded.kv_cache, 2ull * 4 * 2 * 64 * 128 * 4);  // 2 x layers x kv heads x head_dim x 128 x fp32
+  EXPECT_EQ(padded.peak, whole.peak);
+  EXPECT_EQ(padded.activations, whole.activations);
+  EXPECT_LT(EstimateRequest(config, Llada2Shape(40, 56, 32)).kv_cache, padded.kv_cache);  // 96 positions
+}
+
+TEST(MemoryModel, Llada2HoldsItsBlockCausalBiasThroughTheForward) {
+  const LladaConfig config = SmallMoe(checkpoint::Architecture::kLlada2Moe);
+  RequestShape llada2 = Llada2Shape(2048, 64, 32);  // 2112 positions: 66 whole blocks
+  llada2.attention_query_chunk = 128;
+  RequestShape prefix = llada2;  // the same window and cache without the block-causal bias
+  prefix.sampler = SamplerKind::kPrefixCache;
+  const MemoryEstimate a = EstimateRequest(config, llada2), b = EstimateRequest(config, prefix);
+  EXPECT_EQ(a.kv_cache, b.kv_cache);
+  EXPECT_EQ(PhaseBytesOf(a, "mlp") - PhaseBytesOf(b, "mlp"), 2112ull * 2112 * 4);  // float32 [L, L]
+  EXPECT_EQ(a.peak_phase, "mlp");
+}
+
+TEST(MemoryModel, Llada2SamplesInFloat32WithoutFloat64Noise) {
+  const LladaConfig config = SmallMoe(checkpoint::Architecture::kLlada2Moe);
+  const std::uint64_t elements = 32ull * 126464;  // one block's logits
+  for (int dtype : {4, 2}) {
+    RequestShape greedy = Llada2Shape(40, 128, 32);
+    greedy.compute_dtype_bytes = dtype;
+    RequestShape noisy = greedy;
+    noisy.temperature = 0.7;
+    const MemoryEstimate g = EstimateRequest(config, greedy), n = EstimateRequest(config, noisy);
+    // Greedy: logits, their float32 copy (bf16 only), the float32 softmax.
+    EXPECT_EQ(PhaseBytesOf(g, "softmax") - g.kv_cache, elements * (dtype == 4 ? 8 : 10));
+    // Sampling: logits, the scaled float32 copy and top_p's sort, indices, softmax, cumsum and mask
+    // (RequestShape does not say whether top_p is on).
+    EXPECT_EQ(PhaseBytesOf(n, "noise") - n.kv_cache, elements * (dtype + 25));
+    EXPECT_EQ(n.peak_phase, "noise");
+    // Less than the LLaDA samplers' five float64 arrays of Gumbel noise.
+    RequestShape prefix = noisy;
+    prefix.sampler = SamplerKind::kPrefixCache;
+    EXPECT_LT(n.logits, EstimateRequest(config, prefix).logits);
+  }
 }
 
 TEST(DequantScratchBytes, LargestQuantizedLayerAtTheComputeWidth) {
