@@ -90,6 +90,45 @@ Status NotEvenAtTheMinimum(const Clamper& c, const GenerationRequest& r, std::in
       "DOES_NOT_FIT", {{"needed_bytes", std::to_string(e.total())}, {"budget_bytes", std::to_string(budget_bytes)}});
 }
 
+namespace {
+
+// Whether gen / block lengths fit the model's max_sequence_length (LLaDA2 pads the canvas to
+// whole blocks counted from position 0: the padding must fit).
+bool WithinModel(const checkpoint::LladaConfig& config, const GenerationRequest& asked, std::int64_t gen,
+                 std::int64_t block) {
+  GenerationRequest t = asked;
+  t.params.gen_length = gen;
+  t.params.block_length = block;
+  return generation::SequenceLength(t.params, asked.prompt_length) <= config.max_sequence_length;
+}
+
+// A request longer than the model: cut to fit (or refused under clamp policy off).
+Status FitTheModelsLength(const checkpoint::LladaConfig& config, const GenerationRequest& asked, ClampPolicy policy,
+                          Clamper& c) {
+  if (WithinModel(config, asked, asked.params.gen_length, asked.params.block_length)) return OkStatus();
+  const bool llada2 = generation::IsBlockDiffusion(asked.params.sampler);
+  const std::string why = "prompt (" + Str(asked.prompt_length) + " tokens) + gen_length (" + Str(asked.params.gen_length) +
+                          (llada2 ? ") padded to whole blocks of " + Str(asked.params.block_length) : ")") +
+                          " exceeds the model's max_sequence_length (" + Str(config.max_sequence_length) + ")";
+  if (policy == ClampPolicy::kOff)
+    return InvalidArgumentError(why + "; clamp policy off changes nothing").WithField("gen_length");
+  // LLaDA2 keeps its block when a whole one fits after the prompt (its blocks need not divide
+  // gen_length). Otherwise gen 1 in blocks of 1 always fits (ValidateAsked: the prompt is shorter
+  // than the model's length).
+  const std::int64_t block = asked.params.block_length;
+  const std::int64_t whole_blocks_room = config.max_sequence_length / block * block - asked.prompt_length;
+  const auto within = [&](std::int64_t g, std::int64_t b) { return WithinModel(config, asked, g, b); };
+  const Lengths l = llada2 && whole_blocks_room >= 1
+                        ? Lengths{std::min(asked.params.gen_length, whole_blocks_room), block}
+                        : *ChooseLengths(config.max_sequence_length - asked.prompt_length, block, 1, within);
+  c.SetLengths(l, why,
+               llada2 ? "the prompt and gen_length (" + Str(l.gen) + ") padded to whole blocks must fit the model"
+                      : "block_length must divide gen_length (" + Str(l.gen) + ")");
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const GenerationRequest& asked,
                             std::uint64_t budget_bytes, std::uint64_t weights_bytes, ClampPolicy policy,
                             const ClampOptions& options) {
@@ -97,32 +136,7 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
   Clamper c(config, budget_bytes, weights_bytes, asked);
   GenerationRequest& r = c.request();
 
-  // LLaDA2 pads the canvas to whole blocks (counted from position 0): what must fit is the padding.
-  const bool llada2 = generation::IsBlockDiffusion(asked.params.sampler);
-  const auto within_model = [&](std::int64_t gen, std::int64_t block) {
-    GenerationRequest t = asked;
-    t.params.gen_length = gen;
-    t.params.block_length = block;
-    return generation::SequenceLength(t.params, asked.prompt_length) <= config.max_sequence_length;
-  };
-  if (!within_model(asked.params.gen_length, asked.params.block_length)) {
-    const std::string why = "prompt (" + Str(asked.prompt_length) + " tokens) + gen_length (" + Str(asked.params.gen_length) +
-                            (llada2 ? ") padded to whole blocks of " + Str(asked.params.block_length) : ")") +
-                            " exceeds the model's max_sequence_length (" + Str(config.max_sequence_length) + ")";
-    if (policy == ClampPolicy::kOff)
-      return InvalidArgumentError(why + "; clamp policy off changes nothing").WithField("gen_length");
-    // LLaDA2 keeps its block when a whole one fits after the prompt (its blocks need not divide
-    // gen_length). Otherwise gen 1 in blocks of 1 always fits (ValidateAsked: the prompt is
-    // shorter than the model's length).
-    const std::int64_t block = asked.params.block_length;
-    const std::int64_t whole_blocks_room = config.max_sequence_length / block * block - asked.prompt_length;
-    const Lengths l = llada2 && whole_blocks_room >= 1
-                          ? Lengths{std::min(asked.params.gen_length, whole_blocks_room), block}
-                          : *ChooseLengths(config.max_sequence_length - asked.prompt_length, block, 1, within_model);
-    c.SetLengths(l, why,
-                 llada2 ? "the prompt and gen_length (" + Str(l.gen) + ") padded to whole blocks must fit the model"
-                        : "block_length must divide gen_length (" + Str(l.gen) + ")");
-  }
+  UNMASK_RETURN_IF_ERROR(FitTheModelsLength(config, asked, policy, c));
 
   ClampResult result;
   result.budget_bytes = budget_bytes;
@@ -153,7 +167,7 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
         GenerationRequest t = r;
         t.params.gen_length = gen;
         t.params.block_length = block;
-        return within_model(gen, block) && c.Fits(t);
+        return WithinModel(config, asked, gen, block) && c.Fits(t);
       };
       std::optional<Lengths> l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
       if (!l && extreme) {
