@@ -1,5 +1,7 @@
 #include "common/tokenizer/regex.h"
 
+#include <algorithm>
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -41,14 +43,74 @@ MatchScratch& Scratch() {
   return scratch;
 }
 
+// Oniguruma's \s (what Hugging Face tokenizers' regexes use): U+0009..U+000D, U+0085 and the
+// categories Zs, Zl, Zp, i.e. Unicode White_Space. PCRE2's UCP \s is \p{Z} plus \h and \v, which
+// also takes U+180E MONGOLIAN VOWEL SEPARATOR (a format character since Unicode 6.3).
+constexpr char kWhiteSpace[] =
+    "\\x{9}-\\x{D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+// Copies the pattern `p` with `\s` and `\S` spelled as Oniguruma's white space: `[list]` / `[^list]`
+// outside a character class, `list` / `\S\x{180E}` inside one. Quoting (\Q...\E), escaped
+// backslashes, POSIX classes ([:alpha:]) and a leading ']' in a class are respected.
+std::string WithOnigurumaWhiteSpace(const std::string& p) {
+  const std::string list = kWhiteSpace;
+  std::string out;
+  out.reserve(p.size() + 64);
+  bool in_class = false;
+  size_t i = 0;
+  while (i < p.size()) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char e = p[i + 1];
+      size_t len = e == 'c' ? 3 : 2;  // \cX: X is a literal, even '['
+      if (e == 'Q') {
+        const size_t end = p.find("\\E", i + 2);
+        len = (end == std::string::npos ? p.size() : end + 2) - i;
+      }
+      if (e == 's') {
+        out += in_class ? list : "[" + list + "]";
+      } else if (e == 'S') {
+        out += in_class ? std::string("\\S\\x{180E}") : "[^" + list + "]";
+      } else {
+        out.append(p, i, len);
+      }
+      i += std::min(len, p.size() - i);
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') {
+      if (const size_t end = p.find(":]", i + 2); end != std::string::npos) {
+        out.append(p, i, end + 2 - i);
+        i = end + 2;
+        continue;
+      }
+    }
+    out += c;
+    ++i;
+    if (c == ']' && in_class) {
+      in_class = false;
+    } else if (c == '[' && !in_class) {
+      in_class = true;
+      if (i < p.size() && p[i] == '^') out += p[i++];
+      if (i < p.size() && p[i] == ']') out += p[i++];  // a ']' first in a class is literal
+    }
+  }
+  return out;
+}
+
+pcre2_code* CompileUcp(const std::string& pattern, int* error_code, PCRE2_SIZE* error_offset) {
+  return pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                       error_code, error_offset, nullptr);
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<const Regex>> Regex::Compile(const std::string& pattern) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset, nullptr);
+  pcre2_code* code = CompileUcp(WithOnigurumaWhiteSpace(pattern), &error_code, &error_offset);
   if (code == nullptr) {
+    // Report the error against the pattern as written (offsets into the rewritten one mislead).
+    if (pcre2_code* raw = CompileUcp(pattern, &error_code, &error_offset)) pcre2_code_free(raw);
     return InvalidArgumentError("bad regex '" + pattern + "': " + Pcre2Message(error_code) +
                                 " at offset " + std::to_string(error_offset));
   }
