@@ -28,6 +28,7 @@ const char* ArchitectureName(Architecture a) {
     case Architecture::kLlada: return "LLaDAModelLM";
     case Architecture::kLladaMoe: return "LLaDAMoEModelLM";
     case Architecture::kLlada2Moe: return "LLaDA2MoeModelLM";
+    case Architecture::kDream: return "DreamModel";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ enum class Architecture {
   kLlada,      // LLaDAModelLM: dense, model.transformer.* tensors
   kLladaMoe,   // LLaDAMoEModelLM (inclusionAI LLaDA-MoE): softmax router, q/k/v/o projections
   kLlada2Moe,  // LLaDA2MoeModelLM (LLaDA2.0/2.1): sigmoid group-limited router, fused QKV, block diffusion
+  kDream,      // DreamModel (Dream-v0, Dream-Coder, DiffuCoder): Qwen2 blocks, q/k/v biases, shifted prediction
 };
 const char* ArchitectureName(Architecture a);
 
@@ -69,6 +70,7 @@ struct LladaConfig {
   // RoPE rotates the first int(head_dim * factor) dims of each head (NeoX rotate_half style).
   double partial_rotary_factor = 1.0;
   bool qk_norm = false;  // RMSNorm over head_dim on q and k before RoPE (weights shared by heads)
+  bool qkv_bias = false;  // q/k/v projections carry biases (Dream, as Qwen2)
   // LLaDA2.1 (model_type "llada21_moe"): LLaDA2's architecture, generating with token editing
   // (sampler llada21) by default.
   bool token_editing = false;
@@ -81,6 +83,9 @@ struct LladaConfig {
   std::int64_t q_width() const { return n_heads * head_dim(); }
   std::int64_t kv_width() const { return n_kv_heads * head_dim(); }
   bool fused_qkv() const { return architecture == Architecture::kLlada2Moe; }
+  // Dream: the logits at position i predict the token at i + 1, so a masked position reads the
+  // logits of the position to its left (position 0 its own).
+  bool shifted_prediction() const { return architecture == Architecture::kDream; }
   std::int64_t parameter_count() const;
 
   // Parses and validates; features the engine does not implement are refused by name.

@@ -30,8 +30,9 @@ StatusOr<Architecture> ArchitectureFromModelType(const std::string& model_type, 
   if (model_type.empty() || model_type == "llada") return Architecture::kLlada;
   if (model_type == "lladamoe") return Architecture::kLladaMoe;
   if (model_type == "llada2_moe" || model_type == "llada21_moe") return Architecture::kLlada2Moe;
+  if (model_type == "Dream") return Architecture::kDream;
   return UnimplementedError(source + ": 'model_type' = " + Quoted(model_type) +
-                            " is not supported (llada, lladamoe, llada2_moe, llada21_moe)");
+                            " is not supported (llada, lladamoe, llada2_moe, llada21_moe, Dream)");
 }
 
 // The fields both MoE architectures name alike (Hugging Face style).
@@ -220,6 +221,8 @@ Status ValidateExperts(const LladaConfig& c, const std::string& source) {
   return OkStatus();
 }
 
+std::int64_t AddedTokenIdOf(const json& tokenizer_config, const std::string& content);
+
 // The id of `token` (a string, or an object with "content") in added_tokens_decoder; -1 if absent.
 std::int64_t AddedTokenId(const json& tokenizer_config, const char* key) {
   auto it = tokenizer_config.find(key);
@@ -232,6 +235,11 @@ std::int64_t AddedTokenId(const json& tokenizer_config, const char* key) {
   } else {
     return -1;
   }
+  return AddedTokenIdOf(tokenizer_config, content);
+}
+
+// The id of the added token whose text is `content`; -1 if absent.
+std::int64_t AddedTokenIdOf(const json& tokenizer_config, const std::string& content) {
   auto added = tokenizer_config.find("added_tokens_decoder");
   if (added == tokenizer_config.end() || !added->is_object()) return -1;
   for (auto entry = added->begin(); entry != added->end(); ++entry) {
@@ -261,6 +269,7 @@ StatusOr<Architecture> ArchitectureOf(const json& j, const std::string& source) 
     if (name == "LLaDAModelLM") arch = Architecture::kLlada;
     else if (name == "LLaDAMoEModelLM") arch = Architecture::kLladaMoe;
     else if (name == "LLaDA2MoeModelLM") arch = Architecture::kLlada2Moe;
+    else if (name == "DreamModel") arch = Architecture::kDream;
     else continue;
     // model_type "llada" is published by both LLaDA and LLaDA-MoE; the others name one.
     const bool agrees = model_type.empty() || arch == by_type ||
@@ -272,7 +281,7 @@ StatusOr<Architecture> ArchitectureOf(const json& j, const std::string& source) 
     return arch;
   }
   return UnimplementedError(source + ": 'architectures' = " + it->dump() +
-                            " is not supported (LLaDAModelLM, LLaDAMoEModelLM, LLaDA2MoeModelLM)");
+                            " is not supported (LLaDAModelLM, LLaDAMoEModelLM, LLaDA2MoeModelLM, DreamModel)");
 }
 
 StatusOr<LladaConfig> ParseMoeFamilyConfig(const json& j, Architecture arch, const std::string& source) {
@@ -281,6 +290,11 @@ StatusOr<LladaConfig> ParseMoeFamilyConfig(const json& j, Architecture arch, con
   c.mask_token_id = c.eos_token_id = c.pad_token_id = -1;  // from the tokenizer unless config.json says
   c.mlp_hidden_size = 0;  // read only when some layer is dense
   UNMASK_RETURN_IF_ERROR(ReadSharedFields(j, source, c));
+  if (arch == Architecture::kDream) {
+    UNMASK_RETURN_IF_ERROR(ReadDreamFields(j, source, c));
+    UNMASK_RETURN_IF_ERROR(ValidateShape(c, source));
+    return c;
+  }
   if (arch == Architecture::kLladaMoe) {
     UNMASK_RETURN_IF_ERROR(ReadLladaMoeFields(j, source, c));
   } else {
@@ -296,7 +310,8 @@ StatusOr<LladaConfig> ParseMoeFamilyConfig(const json& j, Architecture arch, con
 }
 
 Status FillSpecialTokenIds(const std::string& dir, LladaConfig& c) {
-  if (c.mask_token_id >= 0 && c.eos_token_id >= 0 && c.pad_token_id >= 0) return OkStatus();
+  const bool complete = c.mask_token_id >= 0 && c.eos_token_id >= 0 && c.pad_token_id >= 0;
+  if (complete && (c.architecture != Architecture::kDream || c.eot_token_id >= 0)) return OkStatus();
   const std::string path = dir + "/tokenizer_config.json";
   std::ifstream in(path);
   if (in) {
@@ -306,7 +321,10 @@ Status FillSpecialTokenIds(const std::string& dir, LladaConfig& c) {
     if (j.is_discarded() || !j.is_object()) return InvalidArgumentError(path + ": not well-formed JSON");
     if (c.mask_token_id < 0) c.mask_token_id = AddedTokenId(j, "mask_token");
     if (c.eos_token_id < 0) c.eos_token_id = AddedTokenId(j, "eos_token");
+    // Dream (Qwen2's chat format) ends a turn with <|im_end|>.
+    if (c.architecture == Architecture::kDream && c.eot_token_id < 0) c.eot_token_id = AddedTokenIdOf(j, "<|im_end|>");
   }
+  if (c.architecture == Architecture::kDream && c.eot_token_id < 0) c.eot_token_id = c.eos_token_id;
   if (c.pad_token_id < 0) c.pad_token_id = c.eos_token_id;
   for (auto [name, id] : {std::pair<const char*, std::int64_t>{"mask_token", c.mask_token_id},
                           {"eos_token", c.eos_token_id}}) {

@@ -34,6 +34,10 @@ StatusOr<LladaConfig> ParseMoeFamilyConfig(const nlohmann::json& j, Architecture
 // forward pass does not need them; a sampler does).
 Status FillSpecialTokenIds(const std::string& dir, LladaConfig& config);
 
+// Dream's own fields (dream_config.cc), after the shared ones.
+Status ReadDreamFields(const nlohmann::json& j, const std::string& source, LladaConfig& c);
+nlohmann::json DreamFields(const LladaConfig& c);
+
 std::string MoeFamilyToJsonText(const LladaConfig& config);
 std::vector<ExpectedTensor> MoeFamilyExpectedTensors(const LladaConfig& config);
 std::int64_t MoeFamilyParameterCount(const LladaConfig& config);

@@ -46,6 +46,11 @@ void AddAttention(std::vector<ExpectedTensor>& out, const LladaConfig& c, const 
   out.push_back({a + "k_proj.weight", {c.kv_width(), d}});
   out.push_back({a + "v_proj.weight", {c.kv_width(), d}});
   out.push_back({a + "o_proj.weight", {d, c.q_width()}});
+  if (c.qkv_bias) {
+    out.push_back({a + "q_proj.bias", {c.q_width()}});
+    out.push_back({a + "k_proj.bias", {c.kv_width()}});
+    out.push_back({a + "v_proj.bias", {c.kv_width()}});
+  }
   if (c.qk_norm) {
     out.push_back({a + "q_norm.weight", {hd}});
     out.push_back({a + "k_norm.weight", {hd}});
@@ -122,7 +127,9 @@ std::int64_t MoeFamilyParameterCount(const LladaConfig& c) {
 }
 
 std::string MoeFamilyToJsonText(const LladaConfig& c) {
-  json j = c.architecture == Architecture::kLlada2Moe ? Llada2Fields(c) : LladaMoeFields(c);
+  json j = c.architecture == Architecture::kLlada2Moe ? Llada2Fields(c)
+           : c.architecture == Architecture::kDream  ? DreamFields(c)
+                                                     : LladaMoeFields(c);
   j["hidden_size"] = c.d_model;
   j["num_attention_heads"] = c.n_heads;
   j["num_key_value_heads"] = c.n_kv_heads;
@@ -135,13 +142,16 @@ std::string MoeFamilyToJsonText(const LladaConfig& c) {
   j["max_position_embeddings"] = c.max_sequence_length;
   j["tie_word_embeddings"] = c.weight_tying;
   j["hidden_act"] = "silu";
-  j["num_experts"] = c.moe.num_experts;
-  j["num_experts_per_tok"] = c.moe.top_k;
+  if (c.architecture != Architecture::kDream) {
+    j["num_experts"] = c.moe.num_experts;
+    j["num_experts_per_tok"] = c.moe.top_k;
+  }
   j["use_cache"] = false;
   // Not in the published files (the tokenizer has them): written so the text alone is complete.
   if (c.mask_token_id >= 0) j["mask_token_id"] = c.mask_token_id;
   if (c.eos_token_id >= 0) j["eos_token_id"] = c.eos_token_id;
   if (c.pad_token_id >= 0) j["pad_token_id"] = c.pad_token_id;
+  if (c.architecture == Architecture::kDream && c.eot_token_id >= 0) j["eot_token_id"] = c.eot_token_id;
   return j.dump(2) + "\n";
 }
 

@@ -27,6 +27,7 @@ struct LladaBlockWeights {
   Linear q_proj, k_proj, v_proj, attn_out;
   Linear ff_proj, up_proj, ff_out;  // ff_proj is the SwiGLU gate (unset on MoE layers)
   at::Tensor q_norm, k_norm;        // [head_dim]: QK-norm weights, undefined when the model has none
+  at::Tensor q_bias, k_bias, v_bias;  // q/k/v projection biases (Dream), undefined when none
   MoeWeights moe;                   // a MoE layer's block in place of the dense MLP; empty otherwise
 };
 

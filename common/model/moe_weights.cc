@@ -1,4 +1,4 @@
-// LLaDA-MoE and LLaDA2.x weights from their official tensor names (see weight_readers.h; the names
+// LLaDA-MoE, LLaDA2.x and Dream weights from their official tensor names (see weight_readers.h; the names
 // and shapes are checkpoint::MoeFamilyExpectedTensors).
 #include <ATen/ATen.h>
 
@@ -40,6 +40,11 @@ Status ReadSeparateAttention(const LladaConfig& c, const WeightReaders& read, co
   UNMASK_ASSIGN_OR_RETURN(blk.k_proj, read.linear(a + "k_proj.weight"));
   UNMASK_ASSIGN_OR_RETURN(blk.v_proj, read.linear(a + "v_proj.weight"));
   UNMASK_ASSIGN_OR_RETURN(blk.attn_out, read.linear(a + "o_proj.weight"));
+  if (c.qkv_bias) {
+    UNMASK_ASSIGN_OR_RETURN(blk.q_bias, read.dense(a + "q_proj.bias", false));
+    UNMASK_ASSIGN_OR_RETURN(blk.k_bias, read.dense(a + "k_proj.bias", false));
+    UNMASK_ASSIGN_OR_RETURN(blk.v_bias, read.dense(a + "v_proj.bias", false));
+  }
   if (c.qk_norm) {
     UNMASK_ASSIGN_OR_RETURN(blk.q_norm, read.dense(a + "q_norm.weight", false));
     UNMASK_ASSIGN_OR_RETURN(blk.k_norm, read.dense(a + "k_norm.weight", false));

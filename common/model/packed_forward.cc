@@ -50,6 +50,12 @@ void CheckSegment(const PackedSegment& seg, std::size_t index, std::size_t layer
               seg.offset + seg.ids.size(1), ") is outside the cached length ", cache->length);
 }
 
+// y + bias (Dream's q/k/v projections); y itself when the layer has none.
+at::Tensor WithBias(at::Tensor y, const at::Tensor& bias) {
+  if (!bias.defined()) return y;
+  return y.add_(bias);
+}
+
 }  // namespace
 
 std::vector<LladaModel::SegmentPlan> LladaModel::PlanSegments(const std::vector<PackedSegment>& segments) const {
@@ -86,7 +92,16 @@ LladaModel::PackedRotary LladaModel::RotaryRows(const std::vector<PackedSegment>
   std::vector<std::int64_t> positions;
   std::int64_t longest = 0;
   for (std::size_t j = 0; j < segments.size(); ++j) {
-    const std::int64_t first = segments[j].whole ? 0 : segments[j].offset;
+    const PackedSegment& seg = segments[j];
+    if (seg.whole && seg.position_ids.defined()) {
+      const at::Tensor given = seg.position_ids.to(at::kCPU, at::kLong).contiguous();
+      TORCH_CHECK(given.sizes() == seg.ids.sizes(), "HiddenPacked: segment ", j, ": position_ids must have the ids' shape");
+      const std::int64_t* p = given.data_ptr<std::int64_t>();
+      positions.insert(positions.end(), p, p + given.numel());
+      longest = std::max(longest, given.max().item<std::int64_t>() + 1);
+      continue;
+    }
+    const std::int64_t first = seg.whole ? 0 : seg.offset;
     for (std::int64_t r = 0; r < plans[j].rows; ++r) {
       for (std::int64_t t = 0; t < plans[j].tokens; ++t) positions.push_back(first + t);
     }
@@ -139,15 +154,15 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
                                    const PackedRotary& rope, std::size_t layer) const {
   const std::int64_t n = x.size(0), hd = config_.head_dim();
   at::Tensor h = RmsNorm(x, blk.attn_norm, config_.rms_norm_eps);
-  at::Tensor q = blk.q_proj.Apply(h).view({n, config_.n_heads, hd});
-  at::Tensor k = blk.k_proj.Apply(h).view({n, config_.n_kv_heads, hd});
+  at::Tensor q = WithBias(blk.q_proj.Apply(h), blk.q_bias).view({n, config_.n_heads, hd});
+  at::Tensor k = WithBias(blk.k_proj.Apply(h), blk.k_bias).view({n, config_.n_kv_heads, hd});
   if (blk.q_norm.defined()) {  // QK-norm over each head's dims, before RoPE
     q = RmsNorm(q, blk.q_norm, config_.rms_norm_eps);
     k = RmsNorm(k, blk.k_norm, config_.rms_norm_eps);
   }
   q = RotateRows(q, rope);
   k = RotateRows(k, rope);
-  const at::Tensor v = blk.v_proj.Apply(h);
+  const at::Tensor v = WithBias(blk.v_proj.Apply(h), blk.v_bias);
   // Each segment's attention on one thread, the segments spread over the pool: a segment's
   // attention is a few small operators, computed the same way whatever else is packed.
   std::vector<at::Tensor> parts(segments.size());

@@ -23,6 +23,9 @@ struct PackedSegment {
   std::int64_t offset = 0;
   // Whole sequences only: [R, T], 1 = attend, 0 = padding; undefined = no padding.
   at::Tensor attention_mask;
+  // Whole sequences only: [R, T] the RoPE position of every token (Dream's left-padded rows count
+  // from their first real token); undefined = 0..T-1 in every row.
+  at::Tensor position_ids;
   KvCache* cache = nullptr;  // required when !whole; must outlive the call
   // This segment's attention in chunks of this many query rows (the smaller of it and the
   // model's own setting wins, as with ScopedAttentionChunk); 0: the model's setting.
