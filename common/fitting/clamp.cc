@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 #include "common/generation/validate.h"
@@ -102,6 +103,16 @@ bool WithinModel(const checkpoint::LladaConfig& config, const GenerationRequest&
   return generation::SequenceLength(t.params, asked.prompt_length) <= config.max_sequence_length;
 }
 
+// ChooseLengths for `p`'s sampler: dream has no blocks (block_length = gen_length), so the
+// largest gen_length that fits.
+std::optional<Lengths> ChooseFor(const generation::GenerationParams& p, std::int64_t max_gen, std::int64_t floor,
+                                 const std::function<bool(std::int64_t, std::int64_t)>& fits) {
+  if (p.sampler != generation::SamplerMode::kDream) return ChooseLengths(max_gen, p.block_length, floor, fits);
+  std::optional<Lengths> l = ChooseLengths(max_gen, 1, floor, [&](std::int64_t gen, std::int64_t) { return fits(gen, gen); });
+  if (l) l->block = l->gen;
+  return l;
+}
+
 // A request longer than the model: cut to fit (or refused under clamp policy off).
 Status FitTheModelsLength(const checkpoint::LladaConfig& config, const GenerationRequest& asked, ClampPolicy policy,
                           Clamper& c) {
@@ -120,7 +131,7 @@ Status FitTheModelsLength(const checkpoint::LladaConfig& config, const Generatio
   const auto within = [&](std::int64_t g, std::int64_t b) { return WithinModel(config, asked, g, b); };
   const Lengths l = llada2 && whole_blocks_room >= 1
                         ? Lengths{std::min(asked.params.gen_length, whole_blocks_room), block}
-                        : *ChooseLengths(config.max_sequence_length - asked.prompt_length, block, 1, within);
+                        : *ChooseFor(asked.params, config.max_sequence_length - asked.prompt_length, 1, within);
   c.SetLengths(l, why,
                llada2 ? "the prompt and gen_length (" + Str(l.gen) + ") padded to whole blocks must fit the model"
                       : "block_length must divide gen_length (" + Str(l.gen) + ")");
@@ -169,10 +180,10 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
         t.params.block_length = block;
         return WithinModel(config, asked, gen, block) && c.Fits(t);
       };
-      std::optional<Lengths> l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
+      std::optional<Lengths> l = ChooseFor(r.params, r.params.gen_length, floor, fits);
       if (!l && extreme) {
         AllLevers(c);
-        l = ChooseLengths(r.params.gen_length, r.params.block_length, floor, fits);
+        l = ChooseFor(r.params, r.params.gen_length, floor, fits);
       }
       if (!l) return NotEvenAtTheMinimum(c, r, floor, budget_bytes, weights_bytes, policy);
       const std::string why_gen = "the request " + needs + "; " + Str(l->gen) + " is the largest gen_length" +

@@ -21,7 +21,9 @@ SamplerKind SamplerKindOf(SamplerMode mode) {
   if (generation::IsBlockDiffusion(mode)) return SamplerKind::kLlada2;
   CacheKind cache;
   DecodeRule rule;
-  if (!generation::FastModeOf(mode, &cache, &rule)) return SamplerKind::kReference;
+  // Fast-dLLM's Dream modes keep the K/V of the whole canvas as LLaDA's cached modes do.
+  if (!generation::FastModeOf(mode, &cache, &rule) && !generation::DreamCacheModeOf(mode, &cache, &rule))
+    return SamplerKind::kReference;
   switch (cache) {
     case CacheKind::kNone: return SamplerKind::kBlockLogits;
     case CacheKind::kPrefix: return SamplerKind::kPrefixCache;
@@ -31,7 +33,8 @@ SamplerKind SamplerKindOf(SamplerMode mode) {
 }
 
 SamplerMode WithSamplerKind(SamplerMode mode, SamplerKind kind) {
-  if (generation::IsBlockDiffusion(mode) || kind == SamplerKind::kLlada2) return mode;
+  // The block-diffusion modes and dream are their models' only modes: never swapped.
+  if (generation::IsBlockDiffusion(mode) || generation::IsDreamFamily(mode) || kind == SamplerKind::kLlada2) return mode;
   CacheKind cache = CacheKind::kNone;
   DecodeRule rule = DecodeRule::kSchedule;
   generation::FastModeOf(mode, &cache, &rule);

@@ -10,12 +10,31 @@ StatusOr<Remasking> ParseRemasking(const std::string& text) {
 
 const char* RemaskingName(Remasking r) { return r == Remasking::kRandom ? "random" : "low_confidence"; }
 
+StatusOr<DreamAlg> ParseDreamAlg(const std::string& text) {
+  for (DreamAlg a : {DreamAlg::kOrigin, DreamAlg::kMaskgitPlus, DreamAlg::kTopkMargin, DreamAlg::kEntropy}) {
+    if (text == DreamAlgName(a)) return a;
+  }
+  return InvalidFieldError("alg", "'" + text + "' is not one of origin, maskgit_plus, topk_margin, entropy");
+}
+
+const char* DreamAlgName(DreamAlg alg) {
+  switch (alg) {
+    case DreamAlg::kOrigin: return "origin";
+    case DreamAlg::kMaskgitPlus: return "maskgit_plus";
+    case DreamAlg::kTopkMargin: return "topk_margin";
+    case DreamAlg::kEntropy: return "entropy";
+  }
+  return "entropy";
+}
+
 void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
                     std::optional<std::int64_t> steps, GenerationParams& p) {
   p.gen_length = gen_length.value_or(kDefaultGenLength);
   const bool llada2 = IsBlockDiffusion(p.sampler);
   if (block_length) {
     p.block_length = *block_length;
+  } else if (p.sampler == SamplerMode::kDream) {
+    p.block_length = p.gen_length;
   } else if (llada2) {
     p.block_length = kDefaultMaxBlockLength;
   } else {
@@ -35,6 +54,7 @@ void ResolveThreshold(std::optional<double> threshold, GenerationParams& p) {
 }
 
 SamplerMode DefaultSampler(const checkpoint::LladaConfig& config) {
+  if (config.architecture == checkpoint::Architecture::kDream) return SamplerMode::kDream;
   if (config.architecture != checkpoint::Architecture::kLlada2Moe) return SamplerMode::kReference;
   return config.token_editing ? SamplerMode::kLlada21 : SamplerMode::kLlada2;
 }

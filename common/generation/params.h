@@ -21,6 +21,16 @@ enum class Remasking { kLowConfidence, kRandom };
 StatusOr<Remasking> ParseRemasking(const std::string& text);  // "low_confidence" | "random"
 const char* RemaskingName(Remasking r);
 
+// Dream's `alg` (its generation_utils.py): which masked positions a step commits.
+//   origin        each masked position independently, with probability 1 - s/t (random draws
+//                 even at temperature 0)
+//   maskgit_plus  the most confident (probability of the sampled token)
+//   topk_margin   the largest margin between the two most likely tokens
+//   entropy       the lowest entropy (the model card's choice, and the default here)
+enum class DreamAlg { kOrigin, kMaskgitPlus, kTopkMargin, kEntropy };
+StatusOr<DreamAlg> ParseDreamAlg(const std::string& text);  // error names the field "alg"
+const char* DreamAlgName(DreamAlg alg);
+
 // Defaults of the lengths (see ResolveLengths).
 constexpr std::int64_t kDefaultGenLength = 128;
 constexpr std::int64_t kDefaultMaxBlockLength = 32;
@@ -67,6 +77,12 @@ struct GenerationParams {
   double editing_threshold = 0.9;    // in [0, 1]
   std::int64_t max_post_steps = 16;  // in [0, kMaxPostSteps]
   std::int64_t num_to_transfer = 1;  // in [1, block_length]
+  // dream only (Dream's diffusion_generate; it also takes temperature, top_k and top_p, applied
+  // top_p first): `steps` are all the steps, over the whole generation (no blocks), and step i
+  // runs from time t_i to t_(i+1) of linspace(1, eps, steps + 1).
+  DreamAlg alg = DreamAlg::kEntropy;
+  double alg_temp = 0;  // > 0: commit positions drawn from softmax(confidence / alg_temp); 0 = the top ones
+  double eps = 1e-3;    // the schedule's last time, in (0, 1)
 
   // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
   // official code fixes them to LLaDA-8B's, the defaults here).
@@ -84,6 +100,7 @@ struct GenerationParams {
 //                 divide it)
 //   steps         gen_length (one token unmasked per step); llada2, llada21: block_length (steps
 //                 per block)
+//   dream has no blocks: block_length = gen_length (one block), steps gen_length
 // A length that is given is kept as it is, valid or not (ValidateFields judges it).
 void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::int64_t> block_length,
                     std::optional<std::int64_t> steps, GenerationParams& params);
@@ -93,7 +110,7 @@ void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::i
 void ResolveThreshold(std::optional<double> threshold, GenerationParams& params);
 
 // The mode a request that names none runs on this model: llada21 on an LLaDA2.1 model, llada2 on
-// an LLaDA2.0 one, the reference on LLaDA and LLaDA-MoE.
+// an LLaDA2.0 one, dream on Dream, the reference on LLaDA and LLaDA-MoE.
 SamplerMode DefaultSampler(const checkpoint::LladaConfig& config);
 
 // The mask / EOS / EOT ids of the model.

@@ -54,6 +54,13 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, Sampl
   if (in.has_editing_threshold()) p.editing_threshold = in.editing_threshold();
   if (in.has_max_post_steps()) p.max_post_steps = in.max_post_steps();
   if (in.num_to_transfer() != 0) p.num_to_transfer = in.num_to_transfer();
+  if (!in.alg().empty()) {
+    auto alg = ParseDreamAlg(in.alg());
+    if (!alg.ok()) return UnderField("params", alg.status());
+    p.alg = *alg;
+  }
+  p.alg_temp = in.alg_temp();
+  if (in.has_eps()) p.eps = in.eps();
   Status valid = ValidateFields(p);
   if (!valid.ok()) return UnderField("params", valid);
   return p;
@@ -67,12 +74,15 @@ Status CheckParamsProto(const v1::GenerationParams& in) {
   if (as_llada2.ok()) return OkStatus();
   auto as_llada21 = ParamsFromProto(in, SamplerMode::kLlada21);
   if (as_llada21.ok()) return OkStatus();
+  auto as_dream = ParamsFromProto(in, SamplerMode::kDream);
+  if (as_dream.ok()) return OkStatus();
   // Wrong every way: a request that sets a block-diffusion mode's own options means that mode;
   // say what is wrong there.
   const bool means_llada21 = in.has_editing_threshold() || in.has_max_post_steps() || in.num_to_transfer() != 0;
   const bool means_llada2 = in.minimal_topk() != 0 || in.top_k() != 0 || (in.top_p() != 0 && in.top_p() != 1) ||
                             in.eos_early_stop();
   if (means_llada21) return as_llada21.status();
+  if (!in.alg().empty() || in.alg_temp() != 0 || in.has_eps()) return as_dream.status();
   return means_llada2 ? as_llada2.status() : as_reference.status();
 }
 
@@ -100,6 +110,9 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
   out.set_editing_threshold(p.editing_threshold);
   out.set_max_post_steps(p.max_post_steps);
   out.set_num_to_transfer(p.num_to_transfer);
+  out.set_alg(DreamAlgName(p.alg));
+  out.set_alg_temp(p.alg_temp);
+  out.set_eps(p.eps);
   return out;
 }
 

@@ -18,9 +18,9 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& proto,
 
 // What ParamsFromProto refuses whichever model the request goes to, for a door that checks before
 // it knows the model: an empty sampler passes when the fields are valid for either default
-// (reference, llada2 or llada21); the model's own default is judged later. The error is llada21's
-// when the request sets one of its editing options, llada2's when it sets a block-diffusion
-// option, else the reference's.
+// (reference, llada2, llada21 or dream); the model's own default is judged later. The error is
+// llada21's when the request sets one of its editing options, dream's when it sets alg, alg_temp
+// or eps, llada2's when it sets a block-diffusion option, else the reference's.
 Status CheckParamsProto(const v1::GenerationParams& proto);
 
 // Every field set, as it will run (ParamsFromProto of the result gives `params` back, token ids

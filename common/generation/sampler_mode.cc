@@ -26,6 +26,9 @@ const std::vector<SamplerMode>& AllSamplerModes() {
     std::vector<SamplerMode> all = LladaSamplerModes();
     all.push_back(SamplerMode::kLlada2);
     all.push_back(SamplerMode::kLlada21);
+    for (SamplerMode m : {SamplerMode::kDream, SamplerMode::kDreamPrefixCache, SamplerMode::kDreamDualCache,
+                          SamplerMode::kDreamPrefixCacheThreshold, SamplerMode::kDreamDualCacheThreshold})
+      all.push_back(m);
     return all;
   }();
   return kModes;
@@ -33,11 +36,32 @@ const std::vector<SamplerMode>& AllSamplerModes() {
 
 bool IsBlockDiffusion(SamplerMode mode) { return mode == SamplerMode::kLlada2 || mode == SamplerMode::kLlada21; }
 
+bool DreamCacheModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
+  switch (mode) {
+    case SamplerMode::kDreamPrefixCache: *cache = CacheKind::kPrefix; *rule = DecodeRule::kSchedule; return true;
+    case SamplerMode::kDreamDualCache: *cache = CacheKind::kDual; *rule = DecodeRule::kSchedule; return true;
+    case SamplerMode::kDreamPrefixCacheThreshold: *cache = CacheKind::kPrefix; *rule = DecodeRule::kThreshold; return true;
+    case SamplerMode::kDreamDualCacheThreshold: *cache = CacheKind::kDual; *rule = DecodeRule::kThreshold; return true;
+    default: return false;
+  }
+}
+
+bool IsDreamFamily(SamplerMode mode) {
+  CacheKind cache;
+  DecodeRule rule;
+  return mode == SamplerMode::kDream || DreamCacheModeOf(mode, &cache, &rule);
+}
+
 bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
   switch (mode) {
     case SamplerMode::kReference:
     case SamplerMode::kLlada2:
-    case SamplerMode::kLlada21: return false;
+    case SamplerMode::kLlada21:
+    case SamplerMode::kDream:
+    case SamplerMode::kDreamPrefixCache:
+    case SamplerMode::kDreamDualCache:
+    case SamplerMode::kDreamPrefixCacheThreshold:
+    case SamplerMode::kDreamDualCacheThreshold: return false;
     case SamplerMode::kBlockLogits: *cache = CacheKind::kNone; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kPrefixCache: *cache = CacheKind::kPrefix; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kDualCache: *cache = CacheKind::kDual; *rule = DecodeRule::kSchedule; return true;
@@ -54,6 +78,14 @@ bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
 const char* SamplerModeName(SamplerMode mode) {
   if (mode == SamplerMode::kLlada2) return "llada2";
   if (mode == SamplerMode::kLlada21) return "llada21";
+  if (mode == SamplerMode::kDream) return "dream";
+  switch (mode) {
+    case SamplerMode::kDreamPrefixCache: return "dream_prefix_cache";
+    case SamplerMode::kDreamDualCache: return "dream_dual_cache";
+    case SamplerMode::kDreamPrefixCacheThreshold: return "dream_prefix_cache+threshold";
+    case SamplerMode::kDreamDualCacheThreshold: return "dream_dual_cache+threshold";
+    default: break;
+  }
   CacheKind cache;
   DecodeRule rule;
   if (!FastModeOf(mode, &cache, &rule)) return "reference";

@@ -12,6 +12,11 @@
 //   llada21                  LLaDA2.1's: the same with token editing
 //   The two block-diffusion modes are the modes of LLaDA2 models (block-causal attention), which
 //   no LLaDA mode fits.
+//   dream                    Dream's diffusion_generate (common/sampler/dream_sampler.h)
+//   dream_prefix_cache, dream_dual_cache, dream_prefix_cache+threshold, dream_dual_cache+threshold
+//                            Fast-dLLM's Dream sampler with its caches and confidence threshold
+//                            (common/sampler/dream_cache_sampler.h)
+//   The Dream modes are the modes of Dream models (shifted prediction), and theirs only.
 #pragma once
 
 #include <string>
@@ -37,6 +42,11 @@ enum class SamplerMode {
   kDualCacheFactor,
   kLlada2,
   kLlada21,
+  kDream,
+  kDreamPrefixCache,
+  kDreamDualCache,
+  kDreamPrefixCacheThreshold,
+  kDreamDualCacheThreshold,
 };
 
 // Every mode, in the order above.
@@ -45,6 +55,10 @@ const std::vector<SamplerMode>& AllSamplerModes();
 const std::vector<SamplerMode>& LladaSamplerModes();
 // kLlada2 or kLlada21: LLaDA2's block diffusion (its own options, steps per block, padded canvas).
 bool IsBlockDiffusion(SamplerMode mode);
+// dream or one of Fast-dLLM's Dream modes: the modes of Dream models.
+bool IsDreamFamily(SamplerMode mode);
+// The cache and rule of Fast-dLLM's Dream modes (false for the others, dream included).
+bool DreamCacheModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
 StatusOr<SamplerMode> ParseSamplerMode(const std::string& text);  // error lists the names
 const char* SamplerModeName(SamplerMode mode);
 

@@ -24,6 +24,15 @@ Status ValidateLengths(const GenerationParams& p) {
     return InvalidFieldError("gen_length", "must be in [1, " + Int(kMaxGenLength) + "], got " + Int(p.gen_length));
   if (p.block_length < 1) return InvalidFieldError("block_length", "must be >= 1, got " + Int(p.block_length));
   if (p.steps < 1) return InvalidFieldError("steps", "must be >= 1, got " + Int(p.steps));
+  if (p.sampler == SamplerMode::kDream) {
+    // Dream's diffusion_generate has no blocks; any number of steps runs (a step may commit none).
+    if (p.block_length != p.gen_length)
+      return InvalidFieldError("block_length", "sampler 'dream' has no blocks: leave it out or give gen_length (" +
+                                                   Int(p.gen_length) + "), got " + Int(p.block_length));
+    if (p.steps > kMaxGenLength)
+      return InvalidFieldError("steps", "must be <= " + Int(kMaxGenLength) + ", got " + Int(p.steps));
+    return OkStatus();
+  }
   if (IsBlockDiffusion(p.sampler)) {
     // LLaDA2's blocks are counted from position 0 and `steps` is per block: no divisibility.
     if (p.block_length > kMaxGenLength)
@@ -68,16 +77,54 @@ Status RefuseOthersFields(const GenerationParams& p) {
     return InvalidFieldError(editing, std::string("only sampler 'llada21' (LLaDA2.1's token editing) uses it; "
                                                   "sampler '") +
                                           SamplerModeName(p.sampler) + "' has no such option");
+  const bool dream = IsDreamFamily(p.sampler);
+  const char* dream_field = p.alg != d.alg ? "alg" : p.alg_temp != d.alg_temp ? "alg_temp" : p.eps != d.eps ? "eps" : nullptr;
+  if (dream_field != nullptr && !dream)
+    return InvalidFieldError(dream_field, std::string("only the Dream samplers (dream and Fast-dLLM's dream_* modes) "
+                                                      "use it; sampler '") +
+                                              SamplerModeName(p.sampler) + "' has no such option");
   if (IsBlockDiffusion(p.sampler)) return OkStatus();
   const char* field = p.minimal_topk != d.minimal_topk ? "minimal_topk"
+                      : p.eos_early_stop               ? "eos_early_stop"
+                      : dream                          ? nullptr
                       : p.top_k != d.top_k             ? "top_k"
                       : p.top_p != d.top_p             ? "top_p"
-                      : p.eos_early_stop               ? "eos_early_stop"
                                                        : nullptr;
   if (field == nullptr) return OkStatus();
-  return InvalidFieldError(field, std::string("only samplers 'llada2' and 'llada21' (LLaDA2's block diffusion) use "
-                                              "it; sampler '") +
-                                      SamplerModeName(p.sampler) + "' has no such option");
+  const bool sampling = std::string(field) == "top_k" || std::string(field) == "top_p";
+  const std::string users = sampling ? "samplers 'llada2', 'llada21' (LLaDA2's block diffusion) and "
+                                       "'dream'"
+                                     : "samplers 'llada2' and 'llada21' (LLaDA2's block diffusion)";
+  return InvalidFieldError(field, "only " + users + " use it; sampler '" + SamplerModeName(p.sampler) +
+                                      "' has no such option");
+}
+
+// The LLaDA switches a sampler of another family does not have: the field and why, or null.
+const char* ForeignLladaSwitch(const GenerationParams& p, const char** why) {
+  if (p.cfg_scale != 0) return *why = "has no classifier-free guidance (0 = off)", "cfg_scale";
+  if (p.remasking != Remasking::kLowConfidence)
+    return *why = "commits the most confident tokens (low_confidence) only", "remasking";
+  if (p.logits_eos_inf) return *why = "has no such switch", "logits_eos_inf";
+  if (p.confidence_eos_eot_inf) return *why = "has no such switch", "confidence_eos_eot_inf";
+  return nullptr;
+}
+
+// Dream's options, and the LLaDA switches its diffusion_generate does not have.
+Status ValidateDreamFields(const GenerationParams& p) {
+  if (p.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off), got " + Int(p.top_k));
+  if (!(p.top_p > 0 && p.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off), got " + Num(p.top_p));
+  UNMASK_RETURN_IF_ERROR(CheckRange("alg_temp", p.alg_temp, 0, kMaxTemperature, " (0 = the most confident)"));
+  if (!(p.eps > 0 && p.eps < 1)) return InvalidFieldError("eps", "must be in (0, 1), got " + Num(p.eps));
+  CacheKind cache;
+  DecodeRule rule;
+  if (DreamCacheModeOf(p.sampler, &cache, &rule) && rule == DecodeRule::kSchedule && p.alg == DreamAlg::kOrigin)
+    return InvalidFieldError("alg", std::string("sampler '") + SamplerModeName(p.sampler) +
+                                        "' takes maskgit_plus, topk_margin or entropy (Fast-dLLM's Dream sampler has "
+                                        "no origin)");
+  const char* why = nullptr;
+  if (const char* field = ForeignLladaSwitch(p, &why))
+    return InvalidFieldError(field, std::string("sampler '") + SamplerModeName(p.sampler) + "' " + why);
+  return OkStatus();
 }
 
 // The block-diffusion options, and the LLaDA switches LLaDA2's generate() does not have.
@@ -89,16 +136,8 @@ Status ValidateBlockDiffusionFields(const GenerationParams& p) {
   if (!(p.top_p > 0 && p.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off), got " + Num(p.top_p));
   if (p.sampler == SamplerMode::kLlada21) UNMASK_RETURN_IF_ERROR(ValidateEditingFields(p));
   const char* why = nullptr;
-  const char* field = nullptr;
-  if (p.cfg_scale != 0) {
-    field = "cfg_scale", why = "has no classifier-free guidance (0 = off)";
-  } else if (p.remasking != Remasking::kLowConfidence) {
-    field = "remasking", why = "commits the most confident tokens (low_confidence) only";
-  } else if (p.logits_eos_inf) {
-    field = "logits_eos_inf", why = "has no such switch";
-  } else if (p.confidence_eos_eot_inf) {
-    field = "confidence_eos_eot_inf", why = "has no such switch";
-  } else if (!p.early_stop) {
+  const char* field = ForeignLladaSwitch(p, &why);
+  if (field == nullptr && !p.early_stop) {
     field = "early_stop", why = "always ends after the block that holds an EOS (no later block changes the answer; "
                                 "eos_early_stop may end sooner)";
   }
@@ -109,6 +148,17 @@ Status ValidateBlockDiffusionFields(const GenerationParams& p) {
 }  // namespace
 
 Status ValidateSamplerForModel(SamplerMode mode, const checkpoint::LladaConfig& config) {
+  const bool dream_model = config.architecture == checkpoint::Architecture::kDream;
+  if (dream_model != IsDreamFamily(mode)) {
+    return InvalidFieldError("sampler", dream_model ? std::string("the model is Dream (shifted prediction): it generates "
+                                                                  "with sampler 'dream' or a Fast-dLLM Dream mode "
+                                                                  "(dream_prefix_cache, dream_dual_cache, +threshold) "
+                                                                  "only, got '") +
+                                                          SamplerModeName(mode) + "'"
+                                                    : std::string("sampler '") + SamplerModeName(mode) +
+                                                          "' needs a Dream model; this model is " +
+                                                          checkpoint::ArchitectureName(config.architecture));
+  }
   const bool llada2_model = config.architecture == checkpoint::Architecture::kLlada2Moe;
   if (llada2_model && !IsBlockDiffusion(mode))
     return InvalidFieldError("sampler", std::string("the model is LLaDA2 (block-causal attention): it generates with "
@@ -142,6 +192,7 @@ Status ValidateFields(const GenerationParams& p) {
                                                           "] (0 = the executor's default), got " +
                                                           Int(p.attention_query_chunk));
   UNMASK_RETURN_IF_ERROR(RefuseOthersFields(p));
+  if (IsDreamFamily(p.sampler)) return ValidateDreamFields(p);
   return IsBlockDiffusion(p.sampler) ? ValidateBlockDiffusionFields(p) : OkStatus();
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "common/model/threading.h"
+#include "common/sampler/dream_cache_sampler.h"
+#include "common/sampler/dream_sampler.h"
 #include "common/sampler/fast_sampler.h"
 #include "common/sampler/llada2_sampler.h"
 #include "common/sampler/reference_sampler.h"
@@ -16,6 +18,13 @@ StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(SamplerMode mode, const 
                                                         const PromptBatch& prompts, const GenerationParams& params,
                                                         const FastOptions& options) {
   c10::InferenceMode inference;  // as every step runs: no autograd bookkeeping
+  if (mode == SamplerMode::kDream) return StartDreamStepSampler(model, prompts, params);
+  DreamCacheOptions dream;
+  generation::DecodeRule rule;
+  if (generation::DreamCacheModeOf(mode, &dream.cache, &rule)) {
+    dream.threshold_rule = rule == generation::DecodeRule::kThreshold;
+    return StartDreamCacheStepSampler(model, prompts, params, dream);
+  }
   if (generation::IsBlockDiffusion(mode)) {
     Llada2Options o = Llada2OptionsOf(params);
     o.token_editing = mode == SamplerMode::kLlada21;

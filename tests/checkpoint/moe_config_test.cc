@@ -134,7 +134,7 @@ struct BadConfig {
 TEST(MoeConfigTest, BadConfigsAreRefusedNamingTheField) {
   const std::vector<BadConfig> cases = {
       {"tiny-llada-moe", [](json& j) { j["architectures"] = {"MixtralForCausalLM"}; }, "'architectures'"},
-      {"tiny-llada2", [](json& j) { j["model_type"] = "llada3_moe"; }, "'model_type' = \"llada3_moe\" is not supported (llada, lladamoe, llada2_moe, llada21_moe)"},
+      {"tiny-llada2", [](json& j) { j["model_type"] = "llada3_moe"; }, "'model_type' = \"llada3_moe\" is not supported (llada, lladamoe, llada2_moe, llada21_moe, Dream)"},
       {"tiny-llada2", [](json& j) { j["model_type"] = "llada"; }, "contradicts 'architectures'"},
       {"tiny-llada2-grouped", [](json& j) { j["n_group"] = 3; }, "'num_experts' (16) is not divisible by 'n_group' (3)"},
       {"tiny-llada2-grouped", [](json& j) { j["topk_group"] = 5; }, "'topk_group'"},

@@ -111,14 +111,17 @@ TEST(Llada2Params, EveryBadValueNamesItsField) {
 }
 
 TEST(Llada2Params, TheOtherModesRefuseItsOptions) {
+  const std::string llada2 = "only samplers 'llada2' and 'llada21' (LLaDA2's block diffusion) use it";
+  const std::string sampling = "only samplers 'llada2', 'llada21' (LLaDA2's block diffusion) and 'dream' use it";
   struct Case {
     std::function<void(GenerationParams&)> edit;
     const char* field;
+    std::string users;
   } cases[] = {
-      {[](auto& p) { p.minimal_topk = 2; }, "minimal_topk"},
-      {[](auto& p) { p.top_k = 5; }, "top_k"},
-      {[](auto& p) { p.top_p = 0.9; }, "top_p"},
-      {[](auto& p) { p.eos_early_stop = true; }, "eos_early_stop"},
+      {[](auto& p) { p.minimal_topk = 2; }, "minimal_topk", llada2},
+      {[](auto& p) { p.top_k = 5; }, "top_k", sampling},
+      {[](auto& p) { p.top_p = 0.9; }, "top_p", sampling},
+      {[](auto& p) { p.eos_early_stop = true; }, "eos_early_stop", llada2},
   };
   for (SamplerMode mode : {SamplerMode::kReference, SamplerMode::kDualCacheThreshold}) {
     for (const auto& c : cases) {
@@ -127,8 +130,8 @@ TEST(Llada2Params, TheOtherModesRefuseItsOptions) {
       c.edit(p);
       const Status s = ValidateFields(p);
       EXPECT_EQ(s.field(), c.field) << s.ToString();
-      EXPECT_THAT(s.message(), HasSubstr("only samplers 'llada2' and 'llada21' (LLaDA2's block diffusion) use it; sampler '" +
-                                         std::string(SamplerModeName(mode)) + "' has no such option"));
+      EXPECT_THAT(s.message(), HasSubstr(c.users + "; sampler '" + std::string(SamplerModeName(mode)) +
+                                         "' has no such option"));
     }
   }
 }

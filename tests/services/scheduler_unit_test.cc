@@ -64,7 +64,7 @@ TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
       {[](auto& r) { r.mutable_params()->set_threshold(1.5); }, "params.threshold: must be in [0, 1]"},
       {[](auto& r) { r.mutable_params()->set_factor(-1); }, "params.factor: must be in (0, 1e+06], got -1"},
       {[](auto& r) { r.mutable_params()->set_sampler("dual_cache"); r.mutable_params()->set_top_p(0.9); },
-       "params.top_p: only samplers 'llada2' and 'llada21' (LLaDA2's block diffusion) use it; sampler 'dual_cache' has no such option"},
+       "params.top_p: only samplers 'llada2', 'llada21' (LLaDA2's block diffusion) and 'dream' use it; sampler 'dual_cache' has no such option"},
       {[](auto& r) { r.mutable_params()->set_sampler("llada2"); r.mutable_params()->set_top_k(-2); },
        "params.top_k: must be >= 0 (0 = off), got -2"},
       {[](auto& r) { r.mutable_params()->set_sampler("llada2"); r.mutable_params()->set_minimal_topk(-1); },

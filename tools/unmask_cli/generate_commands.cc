@@ -21,6 +21,9 @@ namespace {
 struct GenerateFlags {
   std::string model, prompt, chat, system, prompt_ids, sampler, remasking = "low_confidence", idempotency_key;
   std::string early_stop;  // "", "on" or "off"; empty = the server's default (on for the fast samplers)
+  std::string alg;         // dream
+  double alg_temp = 0;
+  std::optional<double> eps;
   std::int64_t gen_length = 0, block_length = 0, steps = 0, top_k = 0, minimal_topk = 0;
   double temperature = 0, cfg_scale = 0, threshold = 0, factor = 0, top_p = 0, deadline = 0;
   std::optional<double> editing_threshold;
@@ -44,17 +47,20 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--cfg-scale", f.cfg_scale, "Classifier-free guidance scale");
   cmd->add_option("--remasking", f.remasking, "low_confidence or random")->capture_default_str();
   cmd->add_option("--sampler", f.sampler,
-                  "reference, block_logits, dual_cache+threshold, ..., llada2, llada21 (default: the model's: "
-                  "llada21 for LLaDA2.1 models, llada2 for LLaDA2.0, else reference)");
+                  "reference, block_logits, dual_cache+threshold, ..., llada2, llada21, dream (default: the model's: "
+                  "llada21 for LLaDA2.1 models, llada2 for LLaDA2.0, dream for Dream, else reference)");
   cmd->add_option("--threshold", f.threshold, "Confidence threshold for parallel decoding and llada2 (default 0.9, llada2 0.95)");
   cmd->add_option("--factor", f.factor, "Factor of the factor rule (default 1)");
-  cmd->add_option("--top-k", f.top_k, "llada2 with --temperature: keep the k most likely tokens (0 = off)");
-  cmd->add_option("--top-p", f.top_p, "llada2 with --temperature: nucleus probability in (0, 1] (default 1 = off)");
+  cmd->add_option("--top-k", f.top_k, "llada2/dream with --temperature: keep the k most likely tokens (0 = off)");
+  cmd->add_option("--top-p", f.top_p, "llada2/dream with --temperature: nucleus probability in (0, 1] (default 1 = off)");
   cmd->add_option("--minimal-topk", f.minimal_topk, "llada2: steps per block at most gen-length / this (default 1)");
   cmd->add_flag("--eos-early-stop", f.eos_early_stop, "llada2: stop once an EOS is committed with nothing masked before it");
   cmd->add_option("--editing-threshold", f.editing_threshold, "llada21: edit a committed token whose new sample is more probable than this (default 0.9)");
   cmd->add_option("--max-post-steps", f.max_post_steps, "llada21: steps a block may run once no mask is left (default 16)");
   cmd->add_option("--num-to-transfer", f.num_to_transfer, "llada21: masked tokens committed per step at least (default 1)");
+  cmd->add_option("--alg", f.alg, "dream: origin, maskgit_plus, topk_margin or entropy (default entropy)");
+  cmd->add_option("--alg-temp", f.alg_temp, "dream: > 0 draws the committed positions (default 0 = the most confident)");
+  cmd->add_option("--eps", f.eps, "dream: the time schedule's end, in (0, 1) (default 0.001)");
   cmd->add_option("--seed", f.seed, "Seed");
   cmd->add_option("--priority", f.priority, "-10..10, higher first");
   cmd->add_option("--deadline", f.deadline, "Seconds until a queued job expires (0 = none)");
@@ -119,6 +125,9 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   if (f.editing_threshold) p->set_editing_threshold(*f.editing_threshold);
   if (f.max_post_steps) p->set_max_post_steps(*f.max_post_steps);
   p->set_num_to_transfer(f.num_to_transfer);
+  p->set_alg(f.alg);
+  p->set_alg_temp(f.alg_temp);
+  if (f.eps) p->set_eps(*f.eps);
   p->set_seed(f.seed);
   p->set_stop_at_eos(f.stop_at_eos);
   if (f.no_early_stop && !f.early_stop.empty() && f.early_stop != "off")

@@ -126,6 +126,11 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   auto remasking = generation::ParseRemasking(o.remasking);
   if (!remasking.ok()) return fail(AsFlagError(remasking.status()));
   params.remasking = *remasking;
+  if (!o.alg.empty()) {
+    auto alg = generation::ParseDreamAlg(o.alg);
+    if (!alg.ok()) return fail(AsFlagError(alg.status()));
+    params.alg = *alg;
+  }
   params.early_stop = !o.no_early_stop;
   if (Status s = generation::ValidateFields(params); !s.ok()) return fail(AsFlagError(s));
   if (Status s = generation::ValidateSamplerForModel(params.sampler, *config); !s.ok()) return fail(AsFlagError(s));
@@ -238,8 +243,9 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--sampler", opts->sampler,
                   "reference (the official algorithm) or a fast mode: block_logits, prefix_cache, dual_cache, threshold, "
                   "factor, prefix_cache+threshold, dual_cache+threshold, prefix_cache+factor, dual_cache+factor; llada2 "
-                  "(LLaDA2.0's block diffusion), llada21 (LLaDA2.1's, with token editing). Default: the model's "
-                  "(llada21 for LLaDA2.1, llada2 for LLaDA2.0, else reference)");
+                  "(LLaDA2.0's block diffusion), llada21 (LLaDA2.1's, with token editing); dream (Dream's "
+                  "diffusion_generate). Default: the model's (llada21 for LLaDA2.1, llada2 for LLaDA2.0, dream for "
+                  "Dream, else reference)");
   cmd->add_option("--threshold", opts->threshold,
                   "Confidence threshold of the threshold rule and llada2, in [0, 1] (default 0.9; llada2 0.95)");
   cmd->add_option("--factor", opts->params.factor, "Factor of the factor rule, > 0")->capture_default_str();
@@ -260,6 +266,10 @@ void AddGenerateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--num-to-transfer", opts->params.num_to_transfer, "llada21: masked tokens committed per step at least")
       ->capture_default_str();
+  cmd->add_option("--alg", opts->alg, "dream: origin, maskgit_plus, topk_margin or entropy (default entropy)");
+  cmd->add_option("--alg-temp", opts->params.alg_temp, "dream: > 0 draws the committed positions (0 = the most confident)")
+      ->capture_default_str();
+  cmd->add_option("--eps", opts->params.eps, "dream: the time schedule's end, in (0, 1)")->capture_default_str();
   cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per usable core)")->capture_default_str();
   cmd->add_option("--gemm", opts->gemm,
                   "Float32 products with few rows: auto (unmask's widest kernel this CPU runs, never repacking the "

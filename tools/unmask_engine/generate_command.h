@@ -29,6 +29,7 @@ struct GenerateOptions {
   std::optional<double> threshold;  // default: the sampler's (generation::ResolveThreshold)
   generation::GenerationParams params;
   std::string remasking = "low_confidence";
+  std::string alg;  // dream: origin | maskgit_plus | topk_margin | entropy; empty = entropy
   // Any name of common/generation/sampler_mode.h, e.g. dual_cache+threshold; empty: the model's
   // default (generation::DefaultSampler: llada2 for an LLaDA2 model, else reference).
   std::string sampler;

@@ -134,7 +134,7 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
 
     params: any GenerationParams field (gen_length, block_length, steps, temperature, cfg_scale,
     remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, llada2's
-    minimal_topk, top_k, top_p, eos_early_stop, ...)
+    minimal_topk, top_k, top_p, eos_early_stop, dream's alg, alg_temp, eps, ...)
     and the request's priority, deadline_seconds, idempotency_key, partial_text, n. An unknown
     name or a value of the wrong type raises TypeError here; values out of range are the
     scheduler's to refuse (UnmaskError with INVALID_ARGUMENT naming the field).

@@ -38,11 +38,19 @@ json ParamsJson(const v1::GenerationParams& p) {
   if (p.factor() > 0) out["factor"] = p.factor();
   if (p.attention_query_chunk() > 0) out["attention_query_chunk"] = p.attention_query_chunk();
   if (p.has_early_stop()) out["early_stop"] = p.early_stop();
-  if (p.sampler() == "llada2" || p.sampler() == "llada21") {  // their own options, as they ran
-    out["minimal_topk"] = p.minimal_topk();
+  const bool dream = p.sampler() == "dream";
+  if (p.sampler() == "llada2" || p.sampler() == "llada21" || dream) {  // their own options, as they ran
     out["top_k"] = p.top_k();
     out["top_p"] = p.top_p();
+  }
+  if (p.sampler() == "llada2" || p.sampler() == "llada21") {
+    out["minimal_topk"] = p.minimal_topk();
     out["eos_early_stop"] = p.eos_early_stop();
+  }
+  if (dream) {
+    out["alg"] = p.alg();
+    out["alg_temp"] = p.alg_temp();
+    out["eps"] = p.eps();
   }
   if (p.sampler() == "llada21") {
     out["editing_threshold"] = p.editing_threshold();

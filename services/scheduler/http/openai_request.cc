@@ -239,6 +239,26 @@ Status ParseSamplerFields(const json& body, v1::GenerationParams& p) {
   return OkStatus();
 }
 
+// Dream's own options (sampler dream).
+Status ParseDreamFields(const json& body, v1::GenerationParams& p) {
+  if (const json* v = Field(body, "alg")) {
+    UNMASK_ASSIGN_OR_RETURN(std::string alg, String(*v, "alg", 32));
+    UNMASK_RETURN_IF_ERROR(generation::ParseDreamAlg(alg).status());
+    p.set_alg(alg);
+  }
+  if (const json* v = Field(body, "alg_temp")) {
+    UNMASK_ASSIGN_OR_RETURN(double t, Number(*v, "alg_temp", 0, generation::kMaxTemperature,
+                                             "must be a number >= 0 (0 = the most confident)"));
+    p.set_alg_temp(t);
+  }
+  if (const json* v = Field(body, "eps")) {
+    UNMASK_ASSIGN_OR_RETURN(double e, Number(*v, "eps", 0, 1, "must be a number in (0, 1)"));
+    if (e == 0 || e == 1) return Bad("eps", "must be a number in (0, 1)", *v);
+    p.set_eps(e);
+  }
+  return OkStatus();
+}
+
 Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest& out) {
   v1::GenerationParams& p = *out.generate.mutable_params();
   p.set_stop_at_eos(true);  // the OpenAI text ends at EOS / EOT
@@ -285,6 +305,7 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
     out.generate.set_deadline_seconds(d);
   }
   UNMASK_RETURN_IF_ERROR(ParseSamplerFields(body, p));
+  UNMASK_RETURN_IF_ERROR(ParseDreamFields(body, p));
   return CheckParams(*out.generate.mutable_params());
 }
 
