@@ -6,12 +6,12 @@
 // to the end, its window grows block by block) and reports its peak RSS (VmHWM) minus its RSS
 // before the generation (memory_child.h). The parent, which never touches LibTorch before
 // forking, compares that with the predicted peak (EstimateRequest(...).peak) and prints one
-// markdown table per model (memory_cases.h: dense LLaDA, LLaDA-MoE, LLaDA2); --doc replaces the
+// markdown table per model (memory_cases.h: dense LLaDA, LLaDA-MoE, LLaDA2, Dream); --doc replaces the
 // section "memory" of docs/benchmarks.md. Every case is measured twice: with glibc's default
 // allocator settings, and with a fixed M_MMAP_THRESHOLD (--mmap-threshold, 1 MiB) so that freed
 // tensors leave the RSS at once and the figure shows the tensors alone.
 //
-//   bench_memory [--model DIR] [--models dense,llada-moe,llada2] [--steps-run 2]
+//   bench_memory [--model DIR] [--models dense,llada-moe,llada2,dream] [--steps-run 2]
 //                [--mmap-threshold BYTES] [--quick] [--filter TEXT] [--predict-only] [--skip-weights]
 //                [--doc docs/benchmarks.md]
 // After each model's rows, a table of its weight segment at bf16, int8 and int4: WeightBytes
@@ -39,7 +39,7 @@ using bench::memory::Case;
 using bench::memory::ModelKind;
 
 struct Args {
-  std::string model_dir, doc, filter, models = "dense,llada-moe,llada2";
+  std::string model_dir, doc, filter, models = "dense,llada-moe,llada2,dream";
   int steps_run = 2;
   long mmap_threshold = 1 << 20;
   bool quick = false, predict_only = false, skip_weights = false;
@@ -66,6 +66,7 @@ std::string ModelLine(const checkpoint::LladaConfig& c) {
   std::snprintf(params, sizeof(params), "%.1f M parameters", c.parameter_count() / 1e6);
   std::string shape = "d_model " + Str(c.d_model) + ", " + Str(c.n_layers) + " layers, " + Str(c.n_heads) + " heads";
   if (c.n_kv_heads != c.n_heads) shape += " (" + Str(c.n_kv_heads) + " KV heads)";
+  if (c.qkv_bias) shape += ", q/k/v biases";
   const auto& m = c.moe;
   if (m.num_experts > 0) {
     shape += ", " + Str(m.num_experts) + " experts of MLP " + Str(m.expert_hidden_size);
@@ -94,7 +95,9 @@ std::string Intro(const Args& a) {
      << " steps (each reference step allocates the same; the cache modes peak in the fill step, their first), "
         "except LLaDA2's sampler, which runs to the end (its window grows block by block, the last block's first "
         "step is its peak; steps are per block there, 4). block_length 32, steps = gen_length, greedy unless "
-        "noted. One table per model, each a random checkpoint.\n";
+        "noted (Dream: its default alg, entropy; `dream` has no blocks, block_length = gen_length; the "
+        "cache modes' first step is the block's refresh call, the second its first inner call). One table "
+        "per model, each a random checkpoint.\n";
   return md.str();
 }
 
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
   Args a;
   CLI::App app{"bench_memory: predicted vs measured activation peaks"};
   app.add_option("--model", a.model_dir, "checkpoint directory for the dense cases (default: a random model)");
-  app.add_option("--models", a.models, "comma-separated models to measure: dense, llada-moe, llada2");
+  app.add_option("--models", a.models, "comma-separated models to measure: dense, llada-moe, llada2, dream");
   app.add_option("--steps-run", a.steps_run, "denoising steps run per generation before it is stopped");
   app.add_option("--mmap-threshold", a.mmap_threshold,
                  "M_MMAP_THRESHOLD of the second measurement (bytes; 0: measure only glibc's default)");

@@ -92,10 +92,40 @@ void AddLlada2(std::vector<Case>& out, bool quick) {
   add(2, 4040, 64, "long prompt, chunk 128", 0, 128);
 }
 
+// Dream: the official dream sampler (whole canvas every step, logits for the masked positions)
+// and Fast-dLLM's prefix cache and dual cache with the threshold rule (blocks of 32), greedy and
+// at the model card's temperature 0.2 with top_p 0.95, where a cache mode's refresh call samples
+// every position of the canvas. dream has no blocks (block_length = gen_length); the dual cache
+// and the threshold rule take one prompt, so batch 4 only for dream and the prefix cache.
+void AddDream(std::vector<Case>& out, bool quick) {
+  CaseBuilder b{&out, ModelKind::kDream};
+  const std::string sampled = "temperature 0.2, top_p 0.95";
+  auto add = [&](SamplerMode sampler, int dtype, std::int64_t batch, std::int64_t gen, double temperature) {
+    Case& c = b.Add(sampler, dtype, batch, 32, gen, temperature > 0 ? sampled : "", temperature);
+    if (temperature > 0) c.request.params.top_p = 0.95;
+    if (sampler == SamplerMode::kDream) c.request.params.block_length = gen;
+  };
+  for (int dtype : {4, 2}) {
+    for (SamplerMode sampler :
+         {SamplerMode::kDream, SamplerMode::kDreamPrefixCache, SamplerMode::kDreamDualCacheThreshold}) {
+      for (double temperature : {0.0, 0.2}) {
+        for (std::int64_t gen : Gens(quick)) add(sampler, dtype, 1, gen, temperature);
+      }
+    }
+  }
+  add(SamplerMode::kDream, 4, 1, 128, 0);  // top_p sorts at temperature 0 too
+  out.back().request.params.top_p = 0.95;
+  out.back().note = "top_p 0.95";
+  add(SamplerMode::kDream, 4, 4, 128, 0);
+  add(SamplerMode::kDream, 4, 4, 128, 0.2);
+  add(SamplerMode::kDreamPrefixCache, 4, 4, 128, 0.2);
+}
+
 }  // namespace
 
 const std::vector<ModelKind>& AllModelKinds() {
-  static const std::vector<ModelKind> kinds = {ModelKind::kDense, ModelKind::kLladaMoe, ModelKind::kLlada2};
+  static const std::vector<ModelKind> kinds = {ModelKind::kDense, ModelKind::kLladaMoe, ModelKind::kLlada2,
+                                                ModelKind::kDream};
   return kinds;
 }
 
@@ -104,12 +134,20 @@ const char* ModelKindName(ModelKind kind) {
     case ModelKind::kDense: return "dense";
     case ModelKind::kLladaMoe: return "llada-moe";
     case ModelKind::kLlada2: return "llada2";
+    case ModelKind::kDream: return "dream";
   }
   return "?";
 }
 
 tools::MakeModelOptions ModelOptionsFor(ModelKind kind) {
   if (kind == ModelKind::kDense) return RandomModel(256, 4, 4, 768);
+  if (kind == ModelKind::kDream) {  // the dense model's sizes, with Dream's GQA (as Qwen2's) and q/k/v biases
+    tools::MakeModelOptions options = RandomModel(256, 4, 8, 768);
+    options.config.architecture = checkpoint::Architecture::kDream;
+    options.config.n_kv_heads = 2;
+    options.config.qkv_bias = true;
+    return options;
+  }
   MoeModelShape s;
   if (kind == ModelKind::kLlada2) {
     s.architecture = checkpoint::Architecture::kLlada2Moe;
@@ -130,6 +168,7 @@ std::vector<Case> Cases(bool quick) {
   AddDense(out, quick);
   AddLladaMoe(out, quick);
   AddLlada2(out, quick);
+  AddDream(out, quick);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// What bench_memory measures: the models (random checkpoints of three architectures) and the
+// What bench_memory measures: the models (random checkpoints of four architectures) and the
 // request sizes run against each.
 #pragma once
 
@@ -14,10 +14,11 @@ enum class ModelKind {
   kDense,     // LLaDA: d_model 256, 4 layers, MLP 768 (the model the dense figures were made on)
   kLladaMoe,  // LLaDA-MoE: 64 experts of 128, top-8, every layer MoE
   kLlada2,    // LLaDA2.x: 64 experts of 128 in 8 groups (4 kept), top-8, a shared expert, layer 0 dense
+  kDream,     // Dream: Qwen2 blocks, d_model 256, 4 layers, 8 heads (2 KV heads), q/k/v biases, MLP 768
 };
 
 const std::vector<ModelKind>& AllModelKinds();
-const char* ModelKindName(ModelKind kind);  // "dense", "llada-moe", "llada2"
+const char* ModelKindName(ModelKind kind);  // "dense", "llada-moe", "llada2", "dream"
 // The random checkpoint of that kind (LLaDA's vocabulary of 126464: the logits stay as large as
 // a real model's against these small layers).
 tools::MakeModelOptions ModelOptionsFor(ModelKind kind);

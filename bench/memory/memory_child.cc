@@ -52,7 +52,8 @@ void TouchWeights(const model::LladaModel& m) {
   volatile double sink = Touch(w.wte) + Touch(w.ln_f) + Touch(w.lm_head);
   for (const auto& b : w.blocks) {
     double sum = Touch(b.q_proj) + Touch(b.k_proj) + Touch(b.v_proj) + Touch(b.attn_out) + Touch(b.attn_norm) +
-                 Touch(b.ff_norm) + Touch(b.q_norm) + Touch(b.k_norm);
+                 Touch(b.ff_norm) + Touch(b.q_norm) + Touch(b.k_norm) + Touch(b.q_bias) + Touch(b.k_bias) +
+                 Touch(b.v_bias);
     sum += b.moe.empty() ? Touch(b.ff_proj) + Touch(b.up_proj) + Touch(b.ff_out) : TouchMoe(b.moe);
     sink = sink + sum;
   }

@@ -140,6 +140,33 @@ SamplePhases Llada2Sampling(u64 row_logits, u64 s, bool noise) {
   return {0, Mul({row_logits, s + kF32 + (s != kF32 ? kF32 : 0)})};
 }
 
+// Dream's samplers (dream_sampler.cc, dream_cache_sampler.cc; dream_sampling.cc, SampleTokens)
+// run the head over the rows they sample only and sample float32 logits whatever s, with no
+// float64. The rows, per sequence: dream (and a Dream mode without a cache) the masked positions,
+// all of gen_length at the first step, not the prompt; the cache modes' inner calls the block's
+// masked positions; at temperature > 0 a block's refresh call samples EVERY position of the
+// canvas ([B, seq, V] float32: its Categorical draws must line up with the official code's),
+// greedy only the block's first position.
+u64 DreamLogitRows(SamplerKind kind, u64 gen, u64 block, u64 seq, bool noise) {
+  if (kind == SamplerKind::kPrefixCache || kind == SamplerKind::kDualCache) return noise ? seq : block;
+  return gen;
+}
+
+// The bytes a logit of those rows at SampleTokens' largest moment (measured by bench_memory, the
+// Dream table: 0.99-1.04 of the prediction where the case is the one counted):
+//  - greedy: the float32 logits, then top_p's nucleus (sorted 4, int64 order 8, their softmax 4,
+//    cumsum 4, bool mask 1): 25; without top_p the softmax and the entropy alg's probs + eps, log
+//    and product (4 + 4 + 3·4): 20 (maskgit_plus and the threshold rule: logits and softmax, 8);
+//  - temperature > 0: the logits and their scaled copy, then top_p's nucleus: 4 + 4 + 21 = 29
+//    (without top_p: the softmax, its normalised copy and multinomial's exponential draws, 20;
+//    entropy after them 24). At bf16 the head's output and its float32 copy (6) come earlier.
+// RequestShape says neither top_p nor alg, so the larger is counted: greedy 25 (1.25x entropy
+// without top_p, ~3x maskgit_plus), temperature 29 (the model card's top_p 0.95: exact).
+SamplePhases DreamSampling(u64 row_logits, bool noise) {
+  const u64 bytes = Mul({row_logits, noise ? 2 * kF32 + 21 : kF32 + 21});
+  return {noise ? bytes : 0, bytes};
+}
+
 }  // namespace
 
 std::uint64_t MemoryEstimate::total() const { return Add({weights, scratch, peak}); }
@@ -182,7 +209,10 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   // Logits rows: the reference computes every position; the fast modes narrow to the block.
   // (Greedy, the reference runs block_logits' head over the block (step_sampler.cc), so this
   // over-counts it: safe, left for the clamp's reference -> block_logits lever to keep its meaning.)
-  const u64 rows = shape.sampler == SamplerKind::kReference ? seq : block;
+  // Dream: the rows its samplers take logits for (DreamLogitRows), sampled in float32.
+  const bool dream = config.architecture == checkpoint::Architecture::kDream && !llada2;
+  const u64 rows = dream ? DreamLogitRows(shape.sampler, gen, block, seq, noise)
+                   : shape.sampler == SamplerKind::kReference ? seq : block;
   const u64 vocab = AtLeast1(config.embedding_size), d = AtLeast1(config.d_model);
   const u64 row_logits = Mul({batch, rows, vocab});  // elements after guidance is combined
   const u64 head = Add({Mul({model_batch, seq, d, s}), Mul({model_batch, rows, d, 2 * kF32 + s}),
@@ -192,10 +222,11 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   // float64 (fast_sampler.cc); plain block_logits keeps the reference's dtype.
   const bool f64_confidence = (cached && !llada2) || shape.float64_confidence;
   const SamplePhases sample =
-      llada2 ? Llada2Sampling(row_logits, s, noise)
-             : SamplePhases{noise ? Add({Mul({row_logits, s}), Mul({5, row_logits, kF64})}) : 0,
-                            Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0,
-                                 f64_confidence ? Mul({row_logits, 2 * kF64}) : 0})};
+      llada2  ? Llada2Sampling(row_logits, s, noise)
+      : dream ? DreamSampling(row_logits, noise)
+              : SamplePhases{noise ? Add({Mul({row_logits, s}), Mul({5, row_logits, kF64})}) : 0,
+                             Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0,
+                                  f64_confidence ? Mul({row_logits, 2 * kF64}) : 0})};
   const u64 noise_phase = sample.noise, softmax_phase = sample.softmax;
   e.logits = std::max({head, cfg_phase, noise_phase, softmax_phase});
 

@@ -34,7 +34,11 @@
 //    On a MoE layer (LLaDA-MoE, LLaDA2.x) the mlp phase is the routed block instead where that
 //    is larger (memory_model.cc, MoeMlpBytes, measured by bench_memory). LLaDA2's block diffusion
 //    (llada2, llada21) runs the canvas padded to whole blocks, keeps its K/V, holds a float32
-//    block-causal bias through the forward and samples in float32 (no float64 noise).
+//    block-causal bias through the forward and samples in float32 (no float64 noise). Dream's
+//    samplers (dream, dream_prefix_cache, dream_dual_cache, +threshold) take the head over the
+//    rows they sample and sample in float32 with top_p's sort (no float64): the masked positions
+//    (gen_length) for dream, the block for the cache modes' inner calls, and at temperature > 0
+//    every position of the canvas in a block's refresh call (memory_model.cc, DreamSampling).
 //  - persistent: the KV cache of prefix_cache / dual_cache, 2 · layers · B' · kv · L · s (filled
 //    by a full forward at the start of every block, which is the peak step of those modes; the
 //    segment steps in between run fewer query rows against the same cache and need less).
