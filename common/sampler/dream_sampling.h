@@ -14,14 +14,6 @@
 
 namespace unmask::sampler::dream {
 
-// Below the k-th largest logit of its row: float32's lowest (the official top_k_logits; ties with
-// the k-th stay). k <= 0: unchanged.
-at::Tensor TopKLogits(const at::Tensor& logits, std::int64_t k);
-
-// Outside the nucleus of probability p: float32's lowest; the token that crosses p and the most
-// likely one stay (the official top_p_logits). p >= 1: unchanged.
-at::Tensor TopPLogits(const at::Tensor& logits, double p);
-
 // torch.distributions.Categorical(probs).sample() over the rows of probs ([n, V]): the rows
 // normalised, their simplex checked (Categorical's validation: non-negative, sums within 1e-6 of
 // 1), one multinomial draw each. A row that fails the check makes the official code fall back to

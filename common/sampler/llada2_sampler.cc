@@ -39,25 +39,6 @@ Status CheckOptions(const PromptBatch& prompts, const GenerationParams& p, const
   return OkStatus();
 }
 
-// Below the k-th largest logit of its row: -inf (the official _top_k_logits).
-at::Tensor TopKLogits(const at::Tensor& logits, std::int64_t k) {
-  if (k <= 0) return logits;
-  const at::Tensor kth = std::get<0>(at::topk(logits, std::min<std::int64_t>(k, logits.size(-1)))).narrow(-1, -1, 1);
-  return at::where(logits < kth, at::full_like(logits, kNegInf), logits);
-}
-
-// Outside the smallest set of most likely tokens whose probability passes p: -inf; the token that
-// crosses p and the most likely one always stay (the official _top_p_logits).
-at::Tensor TopPLogits(const at::Tensor& logits, double p) {
-  if (p >= 1.0) return logits;
-  auto [sorted, order] = at::sort(logits, -1, /*descending=*/true);
-  const at::Tensor crossed = at::cumsum(at::softmax(sorted, -1), -1) > p;
-  at::Tensor drop = at::zeros_like(crossed);
-  const std::int64_t v = logits.size(-1);
-  drop.narrow(-1, 1, v - 1).copy_(crossed.narrow(-1, 0, v - 1));
-  return logits.masked_fill(at::zeros_like(crossed).scatter(-1, order, drop), kNegInf);
-}
-
 class Llada2StepSampler : public StepSampler {
  public:
   Llada2StepSampler(const model::LladaModel& model, std::vector<std::int64_t> prompt, const GenerationParams& p,
@@ -143,7 +124,7 @@ std::pair<at::Tensor, at::Tensor> Llada2StepSampler::Sample(const at::Tensor& ra
     return {token.squeeze(-1), probs.gather(-1, token).squeeze(-1)};
   }
   if (p_.temperature != 1.0) logits = logits / p_.temperature;
-  logits = TopPLogits(TopKLogits(logits, o_.top_k), o_.top_p);
+  logits = FilterTopP(FilterTopK(logits, o_.top_k, kNegInf), o_.top_p, kNegInf);  // top_k first, as the official code
   const at::Tensor probs = at::softmax(logits, -1);
   const at::Tensor token = at::multinomial(probs, 1, /*replacement=*/false, gen_);
   return {token.squeeze(-1), probs.gather(-1, token).squeeze(-1)};

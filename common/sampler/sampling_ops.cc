@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+#include <tuple>
+
 namespace unmask::sampler {
 
 at::Generator MakeSeededGenerator(c10::Device device, std::uint64_t seed) {
@@ -17,6 +20,22 @@ at::Tensor AddGumbelNoise(const at::Tensor& logits, double temperature, at::Gene
   at::Tensor noise = at::empty_like(l64).uniform_(0, 1, gen);
   at::Tensor gumbel = at::pow(-at::log(noise), temperature);
   return l64.exp() / gumbel;
+}
+
+at::Tensor FilterTopK(const at::Tensor& logits, std::int64_t k, double fill) {
+  if (k <= 0) return logits;
+  const at::Tensor kth = std::get<0>(at::topk(logits, std::min<std::int64_t>(k, logits.size(-1)))).narrow(-1, -1, 1);
+  return logits.masked_fill(logits < kth, fill);
+}
+
+at::Tensor FilterTopP(const at::Tensor& logits, double p, double fill) {
+  if (p >= 1.0) return logits;
+  auto [sorted, order] = at::sort(logits, -1, /*descending=*/true);
+  const at::Tensor crossed = at::cumsum(at::softmax(sorted, -1), -1) > p;
+  at::Tensor drop = at::zeros_like(crossed);
+  const std::int64_t v = logits.size(-1);
+  drop.narrow(-1, 1, v - 1).copy_(crossed.narrow(-1, 0, v - 1));
+  return logits.masked_fill(at::zeros_like(crossed).scatter(-1, order, drop), fill);
 }
 
 at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device) {

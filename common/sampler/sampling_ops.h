@@ -26,6 +26,13 @@ at::Tensor AddGumbelNoise(const at::Tensor& logits, double temperature, at::Gene
 // masked): un + (cfg_scale + 1) * (cond - un), as the official generate() computes it.
 at::Tensor GuidedLogits(const at::Tensor& logits, double cfg_scale);
 
+// Top-k and top-p (nucleus) filtering of logits [.., V], as LLaDA2's and Dream's official code
+// do it: below the k-th largest logit of its row (ties with it stay), or outside the smallest set
+// of most likely tokens whose probability passes p (the token that crosses p and the most likely
+// one stay), a logit becomes `fill` (LLaDA2: -inf; Dream: float32's lowest). k <= 0 / p >= 1: off.
+at::Tensor FilterTopK(const at::Tensor& logits, std::int64_t k, double fill);
+at::Tensor FilterTopP(const at::Tensor& logits, double p, double fill);
+
 at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device);
 std::vector<std::vector<std::int64_t>> ToRows(const at::Tensor& t);
 
