@@ -13,6 +13,7 @@
 
 #include "common/model/llada_model.h"
 #include "tests/fixtures/gemm_paths.h"
+#include "tests/fixtures/segment_model.h"
 #include "tests/sampler/moe_golden_files.h"
 
 namespace unmask::model {
@@ -90,6 +91,34 @@ TEST_P(DreamGoldenTest, ForwardMatchesTheOfficialModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKernelPath, DreamGoldenTest, unmask::testing::kAllGemmPaths);
+
+// The loader's path: a bf16 segment gives the checkpoint's logits; int8 and int4 quantize the
+// projections (the q/k/v biases stay 16-bit, as norms do) and stay close.
+TEST(DreamSegmentTest, SegmentsServeDreamAtEveryPrecision) {
+  PackedSegment seg;
+  seg.ids = at::arange(100, 112, at::kLong).view({1, 12});
+  auto direct = LladaModel::Load(unmask::testing::TestDataPath("tiny-dream"), ModelOptions{});
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  const at::Tensor reference = (*direct)->HeadLogits((*direct)->HiddenPacked({seg})[0])[0].to(at::kFloat);
+  for (const auto& [precision, most] : {std::pair<const char*, double>{"bf16", 0.0}, {"int8", 0.05}, {"int4", 0.25}}) {
+    SCOPED_TRACE(precision);
+    auto model = unmask::testing::ModelOverSegment("tiny-dream", precision);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    EXPECT_EQ((*model)->config().architecture, checkpoint::Architecture::kDream);
+    EXPECT_EQ((*model)->config().eot_token_id, 482) << "the segment's config carries the end-of-turn id";
+    const LladaBlockWeights& blk = (*model)->weights().blocks[0];
+    ASSERT_TRUE(blk.q_bias.defined() && blk.k_bias.defined() && blk.v_bias.defined());
+    EXPECT_EQ(blk.q_proj.quantized(), std::string(precision) != "bf16");
+    const at::Tensor logits = (*model)->HeadLogits((*model)->HiddenPacked({seg})[0])[0].to(at::kFloat);
+    const double rel = ((logits - reference).abs().max() / reference.abs().max()).item<double>();
+    if (most == 0.0) {
+      EXPECT_LT(rel, 1e-6);
+    } else {
+      EXPECT_GT(rel, 0.0) << "quantization changed nothing";
+      EXPECT_LT(rel, most);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace unmask::model

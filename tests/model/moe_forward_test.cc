@@ -15,6 +15,7 @@
 #include "common/model/moe.h"
 #include "common/registry/progressive_loader.h"
 #include "common/segment/weight_view.h"
+#include "tests/fixtures/segment_model.h"
 #include "tests/fixtures/temp_checkpoint.h"
 #include "tests/fixtures/test_paths.h"
 
@@ -216,15 +217,7 @@ TEST(MoeForwardTest, BlockCausalSegmentOverACacheEqualsTheWholeWindow) {
 
 // The checkpoint streamed into a fresh shared segment at `precision`, and the model built over it
 // as an executor builds it.
-StatusOr<std::unique_ptr<LladaModel>> ModelOverSegment(const std::string& name, const std::string& precision) {
-  auto loaded = weights::LoadModelDir(unmask::testing::TestDataPath(name), *weights::PrecisionSpec::Parse(precision),
-                                      name + "-" + precision);
-  if (!loaded.ok()) return loaded.status();
-  auto attached = weights::AttachedModel::Attach(loaded->segment.name());
-  (void)loaded->segment.Unlink();  // the mappings stay valid; nothing is left in /dev/shm
-  if (!attached.ok()) return attached.status();
-  return LladaModel::FromSegment(std::make_shared<weights::AttachedModel>(std::move(*attached)), ModelOptions{});
-}
+using unmask::testing::ModelOverSegment;
 
 // Logits [T, V] of one segment, and per layer the experts each row chose (sorted).
 struct RoutedLogits {
