@@ -53,4 +53,21 @@ StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> ModelCatalog::Tokenizer(co
   return tok;
 }
 
+StatusOr<std::shared_ptr<const tokenizer::CheckpointChatTemplate>> ModelCatalog::ChatTemplate(const std::string& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = chat_templates_.find(model);
+  if (it != chat_templates_.end()) return it->second;
+  std::shared_ptr<const tokenizer::CheckpointChatTemplate> found;
+  if (SafeName(model)) {
+    for (const auto& root : roots_) {  // the root whose tokenizer.json the model uses
+      if (!IsFile(root + "/" + model + "/tokenizer.json")) continue;
+      UNMASK_ASSIGN_OR_RETURN(found, tokenizer::CheckpointChatTemplate::FromTokenizerConfig(
+                                         root + "/" + model + "/tokenizer_config.json"));
+      break;
+    }
+  }
+  chat_templates_[model] = found;
+  return found;
+}
+
 }  // namespace unmask::scheduler

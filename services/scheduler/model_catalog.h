@@ -1,5 +1,6 @@
 // What the scheduler knows about each model: its config (from the executors serving it, or from
-// config.json under a model root) and its tokenizer (tokenizer.json under a model root).
+// config.json under a model root), its tokenizer (tokenizer.json under a model root) and the chat
+// template it ships (tokenizer_config.json beside it).
 #pragma once
 
 #include <map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "common/checkpoint/llada_config.h"
+#include "common/tokenizer/checkpoint_chat_template.h"
 #include "common/tokenizer/tokenizer.h"
 #include "services/scheduler/dispatch_policy.h"
 
@@ -22,11 +24,14 @@ class ModelCatalog {
   StatusOr<checkpoint::LladaConfig> Config(const std::string& model, const std::vector<ExecutorSnapshot>& executors);
   // nullptr (not an error) when the model has no tokenizer.json under a model root.
   StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> Tokenizer(const std::string& model);
+  // nullptr (not an error) when the model ships no chat template (then the built-in ones apply).
+  StatusOr<std::shared_ptr<const tokenizer::CheckpointChatTemplate>> ChatTemplate(const std::string& model);
 
  private:
   std::vector<std::string> roots_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const tokenizer::Tokenizer>> tokenizers_;
+  std::map<std::string, std::shared_ptr<const tokenizer::CheckpointChatTemplate>> chat_templates_;
 };
 
 }  // namespace unmask::scheduler

@@ -56,7 +56,8 @@ StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::Genera
     } else {
       std::vector<tokenizer::ChatMessage> messages;
       for (const auto& m : r.chat().messages()) messages.push_back({m.role(), m.content()});
-      UNMASK_ASSIGN_OR_RETURN(encoded, tokenizer::EncodeChat(*tok, messages));
+      UNMASK_ASSIGN_OR_RETURN(auto chat_template, catalog_.ChatTemplate(r.model()));
+      UNMASK_ASSIGN_OR_RETURN(encoded, tokenizer::EncodeChat(*tok, chat_template.get(), messages));
     }
     ids.assign(encoded.begin(), encoded.end());
   }

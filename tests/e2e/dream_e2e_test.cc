@@ -195,5 +195,28 @@ TEST_F(DreamEndToEndTest, TheHttpApiGivesTheOfficialIds) {
   EXPECT_EQ(json::parse(res->body)["error"]["param"], "alg") << res->body;
 }
 
+// Chat in the template the checkpoint ships (Qwen2.5's <|im_start|> format, rendered by the Jinja
+// interpreter), through gRPC and the OpenAI chat endpoint; the prompt's ids carry <|im_start|> (481)
+// and <|im_end|> (482), and the turn ends at <|im_end|>, the model's end of turn.
+TEST_F(DreamEndToEndTest, ChatUsesTheTemplateTheCheckpointShips) {
+  CliResult r = stack_->Cli(scheduler_, "generate --model tiny-dream --chat 'Who are you?' --system 'Be brief.' "
+                                        "--gen-length 12 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(CompletedIds(JsonLines(r.out)).size(), 12u) << r.out;
+  httplib::Client client("127.0.0.1", HttpPort(stack_->scheduler(scheduler_)));
+  client.set_read_timeout(120);
+  const json body = {{"model", "tiny-dream"},
+                     {"messages", json::array({{{"role", "user"}, {"content", "Who are you?"}}})},
+                     {"max_tokens", 12}};
+  auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json reply = json::parse(res->body);
+  EXPECT_EQ(reply["unmask"]["params"]["sampler"], "dream") << res->body;
+  // The template's default system turn alone ("You are Qwen, created by Alibaba Cloud. ...") is
+  // more than 20 tokens: the checkpoint's template ran, not a bare prompt.
+  EXPECT_GT(reply["usage"]["prompt_tokens"].get<int>(), 20) << res->body;
+}
+
 }  // namespace
 }  // namespace unmask::testing

@@ -13,7 +13,7 @@
 #include "common/model/compute_setup.h"
 #include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
-#include "common/tokenizer/chat_template.h"
+#include "common/tokenizer/checkpoint_chat_template.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace unmask::cli {
@@ -71,7 +71,12 @@ Status BuildPrompts(const GenerateOptions& o, const tokenizer::Tokenizer* tok, s
       std::vector<tokenizer::ChatMessage> messages;
       if (!o.system.empty()) messages.push_back({"system", o.system});
       messages.push_back({"user", o.prompt_text});
-      UNMASK_ASSIGN_OR_RETURN(ids, tokenizer::EncodeChat(*tok, messages));
+      // The template the checkpoint ships beside its tokenizer.json, else the built-in one.
+      const std::string tokenizer_path = o.tokenizer.empty() ? o.model_dir + "/tokenizer.json" : o.tokenizer;
+      const std::string dir = tokenizer_path.substr(0, tokenizer_path.find_last_of('/') + 1);
+      UNMASK_ASSIGN_OR_RETURN(auto chat_template,
+                              tokenizer::CheckpointChatTemplate::FromTokenizerConfig(dir + "tokenizer_config.json"));
+      UNMASK_ASSIGN_OR_RETURN(ids, tokenizer::EncodeChat(*tok, chat_template.get(), messages));
     } else {
       UNMASK_ASSIGN_OR_RETURN(ids, tok->Encode(o.prompt_text, /*parse_special_tokens=*/true));
     }
