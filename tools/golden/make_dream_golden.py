@@ -863,7 +863,7 @@ def run_fast(official, model, case):
     steps = split_steps(log)
     calls = []
     for events in steps:
-        input_ids, args, kwargs = events[0][1], events[0][2], events[0][3]
+        input_ids, kwargs = events[0][1], events[0][3]
         past = kwargs.get("past_key_values")
         if past is None:
             kind, start, cache = "full", 0, None
@@ -878,7 +878,6 @@ def run_fast(official, model, case):
 
 
 def finish_fast(case, calls, out, gen_start, snapshots):
-    x = out.sequences
     records = []
     for i, call in enumerate(calls):
         before, after = snapshots[i], snapshots[i + 1]
