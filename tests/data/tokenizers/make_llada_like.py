@@ -21,6 +21,8 @@ import os
 import re
 import unicodedata
 
+from bpe_reference import bpe, learn_merges
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUM_MERGES = 1200
 
@@ -121,53 +123,7 @@ def pre_tokenize(text):
 
 
 def train(corpus, num_merges):
-    words = collections.Counter(pre_tokenize(corpus))
-    splits = {w: list(w) for w in words}
-    merges = []
-    for _ in range(num_merges):
-        pairs = collections.Counter()
-        for w, count in words.items():
-            s = splits[w]
-            for a, b in zip(s, s[1:]):
-                pairs[(a, b)] += count
-        if not pairs:
-            break
-        best = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
-        if best[1] < 2:
-            break
-        a, b = best[0]
-        merges.append((a, b))
-        for w in words:
-            s, out, i = splits[w], [], 0
-            while i < len(s):
-                if i + 1 < len(s) and s[i] == a and s[i + 1] == b:
-                    out.append(a + b)
-                    i += 2
-                else:
-                    out.append(s[i])
-                    i += 1
-            splits[w] = out
-    return merges
-
-
-def bpe(word, ranks):
-    """openai/gpt-2 encoder.py's bpe(): merge the lowest-ranked pair everywhere, repeat."""
-    sym = list(word)
-    while len(sym) > 1:
-        pairs = [(ranks[p], p) for p in zip(sym, sym[1:]) if p in ranks]
-        if not pairs:
-            break
-        _, (a, b) = min(pairs)
-        out, i = [], 0
-        while i < len(sym):
-            if i + 1 < len(sym) and sym[i] == a and sym[i + 1] == b:
-                out.append(a + b)
-                i += 2
-            else:
-                out.append(sym[i])
-                i += 1
-        sym = out
-    return sym
+    return learn_merges(collections.Counter(pre_tokenize(corpus)), num_merges)
 
 
 def reference_encode(text, vocab, ranks, parse_special):
