@@ -311,7 +311,7 @@ std::string Lexer::DecodeString(std::size_t begin, std::size_t end) const {
     } else if (c >= '0' && c <= '7') {
       char32_t v = static_cast<char32_t>(c - '0');
       for (int n = 0; n < 2 && i < end && s_[i] >= '0' && s_[i] <= '7'; ++n) v = v * 8 + static_cast<char32_t>(s_[i++] - '0');
-      py::AppendUtf8(&out, v);
+      AppendUtf8(v, &out);
     } else if (c == 'x' || c == 'u' || c == 'U') {
       const int digits = c == 'x' ? 2 : c == 'u' ? 4 : 8;
       char32_t v = 0;
@@ -321,7 +321,7 @@ std::string Lexer::DecodeString(std::size_t begin, std::size_t end) const {
       }
       if (v > 0x10FFFF) Error(begin, "illegal Unicode character in a string");
       if (v >= 0xD800 && v <= 0xDFFF) Error(begin, "a string escape names a lone surrogate (unsupported)");
-      py::AppendUtf8(&out, v);
+      AppendUtf8(v, &out);
     } else if (c == 'N') {
       FailAt(static_cast<std::uint32_t>(begin), "\\N{...} escapes in strings are not supported", kReasonUnsupported);
     } else if (static_cast<unsigned char>(c) >= 0x80) {

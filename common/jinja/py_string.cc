@@ -28,31 +28,13 @@ char32_t DecodeAt(const std::string& s, std::size_t i, std::size_t* length) {
   return cp;
 }
 
-void AppendUtf8(std::string* out, char32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 namespace {
 
 // Appends cp as it was in the source: a lone invalid byte (< 0x100 from DecodeAt of length 1
 // with the high bit set) is put back as that byte.
 void AppendChar(std::string* out, const std::string& s, std::size_t i, std::size_t len, char32_t cp) {
   if (len == 1 && cp >= 0x80) out->push_back(s[i]);
-  else AppendUtf8(out, cp);
+  else AppendUtf8(cp, out);
 }
 
 template <typename F>
@@ -197,11 +179,11 @@ std::string Title(const std::string& s) {
     const bool cased = !invalid && IsCased(cp);
     if (!cased) AppendChar(out, src, i, len, cp);
     else if (previous_cased) {
-      if (!SpecialLower(out, cp)) AppendUtf8(out, SimpleLower(cp));
+      if (!SpecialLower(out, cp)) AppendUtf8(SimpleLower(cp), out);
     } else if (cp == 0xDF) {
       out->append("Ss");
     } else {
-      AppendUtf8(out, SimpleUpper(cp));
+      AppendUtf8(SimpleUpper(cp), out);
     }
     previous_cased = cased;
   });

@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "common/util/strings.h"  // AppendUtf8
+
 namespace unmask::jinja::py {
 
 // The code point at s[i] and its length in bytes (an invalid byte: itself, length 1).
 char32_t DecodeAt(const std::string& s, std::size_t i, std::size_t* length);
-void AppendUtf8(std::string* out, char32_t cp);
 // The byte offset of every character, plus s.size() at the end.
 std::vector<std::size_t> CharOffsets(const std::string& s);
 std::size_t CharCount(const std::string& s);

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/util/strings.h"  // AppendUtf8
+
 namespace unmask::tokenizer {
 
 inline constexpr size_t kNoInvalidUtf8 = std::string_view::npos;
@@ -49,9 +51,6 @@ inline char32_t NextCodePoint(std::string_view s, size_t* pos) {
 // Decodes the code point that ends right before s[*pos] and moves *pos back to its start.
 // Same contract as NextCodePoint, with *pos > 0.
 char32_t PrevCodePoint(std::string_view s, size_t* pos);
-
-// Appends the UTF-8 encoding of `cp` (which must be a Unicode scalar value).
-void AppendUtf8(char32_t cp, std::string* out);
 
 // Converts arbitrary bytes to valid UTF-8, replacing each maximal invalid subsequence by U+FFFD
 // (Unicode's "substitution of maximal subparts", the rule Rust's String::from_utf8_lossy follows,
