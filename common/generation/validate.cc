@@ -99,20 +99,30 @@ Status RefuseOthersFields(const GenerationParams& p) {
                                       "' has no such option");
 }
 
-// The LLaDA switches a sampler of another family does not have: the field and why, or null.
-const char* ForeignLladaSwitch(const GenerationParams& p, const char** why) {
-  if (p.cfg_scale != 0) return *why = "has no classifier-free guidance (0 = off)", "cfg_scale";
+// top_k and top_p (LLaDA2's and Dream's samplers).
+Status ValidateSamplingFilters(const GenerationParams& p) {
+  if (p.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off), got " + Int(p.top_k));
+  if (!(p.top_p > 0 && p.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off), got " + Num(p.top_p));
+  return OkStatus();
+}
+
+// The LLaDA switches a sampler of another family does not have: the first one set, and why.
+struct ForeignSwitch {
+  const char* field = nullptr;  // null: none set
+  const char* why = nullptr;
+};
+ForeignSwitch ForeignLladaSwitch(const GenerationParams& p) {
+  if (p.cfg_scale != 0) return {"cfg_scale", "has no classifier-free guidance (0 = off)"};
   if (p.remasking != Remasking::kLowConfidence)
-    return *why = "commits the most confident tokens (low_confidence) only", "remasking";
-  if (p.logits_eos_inf) return *why = "has no such switch", "logits_eos_inf";
-  if (p.confidence_eos_eot_inf) return *why = "has no such switch", "confidence_eos_eot_inf";
-  return nullptr;
+    return {"remasking", "commits the most confident tokens (low_confidence) only"};
+  if (p.logits_eos_inf) return {"logits_eos_inf", "has no such switch"};
+  if (p.confidence_eos_eot_inf) return {"confidence_eos_eot_inf", "has no such switch"};
+  return {};
 }
 
 // Dream's options, and the LLaDA switches its diffusion_generate does not have.
 Status ValidateDreamFields(const GenerationParams& p) {
-  if (p.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off), got " + Int(p.top_k));
-  if (!(p.top_p > 0 && p.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off), got " + Num(p.top_p));
+  UNMASK_RETURN_IF_ERROR(ValidateSamplingFilters(p));
   UNMASK_RETURN_IF_ERROR(CheckRange("alg_temp", p.alg_temp, 0, kMaxTemperature, " (0 = the most confident)"));
   if (!(p.eps > 0 && p.eps < 1)) return InvalidFieldError("eps", "must be in (0, 1), got " + Num(p.eps));
   CacheKind cache;
@@ -121,9 +131,8 @@ Status ValidateDreamFields(const GenerationParams& p) {
     return InvalidFieldError("alg", std::string("sampler '") + SamplerModeName(p.sampler) +
                                         "' takes maskgit_plus, topk_margin or entropy (Fast-dLLM's Dream sampler has "
                                         "no origin)");
-  const char* why = nullptr;
-  if (const char* field = ForeignLladaSwitch(p, &why))
-    return InvalidFieldError(field, std::string("sampler '") + SamplerModeName(p.sampler) + "' " + why);
+  if (const ForeignSwitch f = ForeignLladaSwitch(p); f.field != nullptr)
+    return InvalidFieldError(f.field, std::string("sampler '") + SamplerModeName(p.sampler) + "' " + f.why);
   return OkStatus();
 }
 
@@ -132,11 +141,9 @@ Status ValidateBlockDiffusionFields(const GenerationParams& p) {
   if (p.minimal_topk < 1 || p.minimal_topk > p.gen_length)
     return InvalidFieldError("minimal_topk", "must be in [1, gen_length (" + Int(p.gen_length) + ")], got " +
                                                  Int(p.minimal_topk));
-  if (p.top_k < 0) return InvalidFieldError("top_k", "must be >= 0 (0 = off), got " + Int(p.top_k));
-  if (!(p.top_p > 0 && p.top_p <= 1)) return InvalidFieldError("top_p", "must be in (0, 1] (1 = off), got " + Num(p.top_p));
+  UNMASK_RETURN_IF_ERROR(ValidateSamplingFilters(p));
   if (p.sampler == SamplerMode::kLlada21) UNMASK_RETURN_IF_ERROR(ValidateEditingFields(p));
-  const char* why = nullptr;
-  const char* field = ForeignLladaSwitch(p, &why);
+  auto [field, why] = ForeignLladaSwitch(p);
   if (field == nullptr && !p.early_stop) {
     field = "early_stop", why = "always ends after the block that holds an EOS (no later block changes the answer; "
                                 "eos_early_stop may end sooner)";
