@@ -184,8 +184,18 @@ TEST_F(HttpLimitsTest, ARequestThatFindsEveryThreadBusyGets429AtOnce) {
   ASSERT_TRUE(listed.ok());
   for (const auto& job : listed->jobs()) (void)core_->CancelJob(job.job_id());
   first.get();
-  // The thread is free again: the next request is served (and queued).
-  auto third = std::async(std::launch::async, [&] { return Post(Completion(json::array({1, 2, 3})).dump()); });
+  // The thread is free again once the first request's handler has returned, which may be a moment
+  // after its reply reached the client: the next request is then served (and queued). A refusal
+  // in that moment is retried (CI once saw it), for at most 50 tries.
+  std::future<Reply> third;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    third = std::async(std::launch::async, [&] { return Post(Completion(json::array({1, 2, 3})).dump()); });
+    if (third.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) break;  // being served
+    const Reply early = third.get();
+    ASSERT_EQ(early.status, 429) << "a request that is served waits for its job";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(third.valid()) << "every try was refused: the thread never came back";
   WaitForQueued(1);
   listed = core_->ListJobs(v1::ListJobsRequest());
   for (const auto& job : listed->jobs()) (void)core_->CancelJob(job.job_id());
