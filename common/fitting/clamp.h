@@ -61,6 +61,8 @@ struct GenerationRequest {
   // attention_query_chunk (0 = full attention); the rest is carried through.
   generation::GenerationParams params;
   std::int64_t batch = 1;  // rows the executor runs together; never changed by Clamp
+  // The tokens around the generated region: the prompt, and an infilling suffix after the region
+  // (it costs what prompt tokens cost). A template's length is kept with ClampOptions::min_gen_length.
   std::int64_t prompt_length = 0;
   int compute_dtype_bytes = 4;  // the executor's: fp32 4, bf16 / fp16 2
 };

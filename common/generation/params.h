@@ -44,6 +44,7 @@ constexpr double kMaxFactor = 1e6;
 constexpr double kDefaultThreshold = 0.9;
 constexpr double kDefaultLlada2Threshold = 0.95;
 constexpr std::int64_t kMaxPostSteps = 1024;
+constexpr std::int32_t kMaxLogprobs = 20;  // top alternatives a request may ask for (OpenAI's limit)
 
 struct GenerationParams {
   std::int64_t gen_length = kDefaultGenLength;  // tokens to generate
@@ -83,6 +84,12 @@ struct GenerationParams {
   DreamAlg alg = DreamAlg::kEntropy;
   double alg_temp = 0;  // > 0: commit positions drawn from softmax(confidence / alg_temp); 0 = the top ones
   double eps = 1e-3;    // the schedule's last time, in (0, 1)
+
+  // Log-probabilities (every mode): < 0 none; k in [0, kMaxLogprobs]: every committed token's
+  // log-probability — the log-softmax of the logits of the step that committed it, after guidance
+  // and the EOS switches, before temperature, noise and top-k/top-p — and its k most likely
+  // alternatives at that step (StepEvent::logprobs).
+  std::int32_t logprobs = -1;
 
   // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
   // official code fixes them to LLaDA-8B's, the defaults here).

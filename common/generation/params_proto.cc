@@ -61,6 +61,10 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, Sampl
   }
   p.alg_temp = in.alg_temp();
   if (in.has_eps()) p.eps = in.eps();
+  if (in.has_logprobs() && in.logprobs() < 0)  // -1 means "none" inside; on the wire that is unset
+    return InvalidFieldError("params.logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) +
+                                                    "] (unset = none), got " + std::to_string(in.logprobs()));
+  if (in.has_logprobs()) p.logprobs = in.logprobs();
   Status valid = ValidateFields(p);
   if (!valid.ok()) return UnderField("params", valid);
   return p;
@@ -113,6 +117,7 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
   out.set_alg(DreamAlgName(p.alg));
   out.set_alg_temp(p.alg_temp);
   out.set_eps(p.eps);
+  if (p.logprobs >= 0) out.set_logprobs(p.logprobs);
   return out;
 }
 

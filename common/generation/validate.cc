@@ -198,6 +198,9 @@ Status ValidateFields(const GenerationParams& p) {
     return InvalidFieldError("attention_query_chunk", "must be in [0, " + Int(kMaxAttentionQueryChunk) +
                                                           "] (0 = the executor's default), got " +
                                                           Int(p.attention_query_chunk));
+  if (p.logprobs < -1 || p.logprobs > kMaxLogprobs)
+    return InvalidFieldError("logprobs", "must be in [0, " + Int(kMaxLogprobs) + "] (unset = none), got " +
+                                             Int(p.logprobs));
   UNMASK_RETURN_IF_ERROR(RefuseOthersFields(p));
   if (IsDreamFamily(p.sampler)) return ValidateDreamFields(p);
   return IsBlockDiffusion(p.sampler) ? ValidateBlockDiffusionFields(p) : OkStatus();

@@ -14,7 +14,7 @@ namespace unmask::generation {
 // What needs no model: gen_length in [1, kMaxGenLength], block_length >= 1 dividing gen_length,
 // steps in [1, gen_length] and a multiple of the number of blocks, temperature in [0, 100],
 // cfg_scale in [0, 100], threshold in [0, 1], factor in (0, 1e6], attention_query_chunk in
-// [0, kMaxAttentionQueryChunk]. The block-diffusion modes (llada2, llada21) instead:
+// [0, kMaxAttentionQueryChunk], logprobs in [-1, kMaxLogprobs] (-1 = none). The block-diffusion modes (llada2, llada21) instead:
 // block_length and steps (per block) in [1, kMaxGenLength] with no divisibility, minimal_topk in
 // [1, gen_length], top_k >= 0, top_p in (0, 1], and none of the LLaDA switches LLaDA2's
 // generate() lacks (cfg_scale, random remasking, the EOS switches, early_stop off); llada21 also

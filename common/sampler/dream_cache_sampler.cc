@@ -13,6 +13,7 @@
 #include "common/model/llada_model.h"
 #include "common/sampler/dream_sampling.h"
 #include "common/sampler/sampling_ops.h"
+#include "common/sampler/step_logprobs.h"
 
 namespace unmask::sampler {
 namespace {
@@ -47,12 +48,12 @@ class DreamCacheStepSampler : public StepSampler {
                         const DreamCacheOptions& o)
       : model_(model), p_(p), o_(o), gen_(MakeSeededGenerator(model.device(), p.seed)) {
     InitialSequence seq = MakeInitialSequence(prompts.ids, prompts.attention_mask, p.gen_length, p.mask_id,
-                                              model.device());
+                                              model.device(), prompts.canvas);
     x_ = std::move(seq.x);
     attention_mask_ = std::move(seq.attention_mask);
     batch_ = x_.size(0);
     total_ = x_.size(1);
-    gen_start_ = total_ - p.gen_length;
+    gen_start_ = static_cast<std::int64_t>(prompts.ids[0].size());
     if (o.cache == CacheKind::kNone) {
       // Per row, over every masked position of the canvas (masks inside a prompt count too).
       const at::Tensor masks = x_.eq(p.mask_id).sum(1).cpu();
@@ -108,16 +109,24 @@ class DreamCacheStepSampler : public StepSampler {
     return x_.narrow(1, BlockStart(), p_.block_length).eq(p_.mask_id).sum().item<std::int64_t>();
   }
 
-  // Samples the candidates `cand` ([B, W]) of a forward over W positions (hidden [B, W, d]): each
-  // reads the logits of the position to its left in the forward (its first row its own).
-  // Returns the tokens (the mask id elsewhere) and confidences (-inf elsewhere), [B, W] each.
-  std::pair<at::Tensor, at::Tensor> Sample(const at::Tensor& hidden, const at::Tensor& cand, DreamAlg alg);
+  // Samples the candidates `cand` ([B, W]) of a forward over W positions from `offset` (hidden
+  // [B, W, d]): each reads the logits of the position to its left in the forward (its first row
+  // its own). Returns the tokens (the mask id elsewhere) and confidences (-inf elsewhere), [B, W]
+  // each; with params.logprobs the candidates' log-probabilities go to lp_.
+  std::pair<at::Tensor, at::Tensor> Sample(const at::Tensor& hidden, const at::Tensor& cand, DreamAlg alg,
+                                           std::int64_t offset);
   // Threshold rule over conf [1, W]: the top k, of which the first and every one >= threshold.
   at::Tensor ThresholdPick(const at::Tensor& conf, std::int64_t k, const at::Tensor& cand) const;
   // The calls of each mode; they commit into x_ and return whether the generation (no cache) or
   // the block (cache) must stop early.
   bool NoCacheCall(const at::Tensor& hidden);
   void RefreshCall(const at::Tensor& hidden);
+  // The refresh call's one committed position per row (`start`), from its logits [B, V].
+  void TakeRefreshLogprobs(const at::Tensor& logits, std::int64_t start) {
+    if (p_.logprobs < 0) return;
+    const at::Tensor rows = at::arange(batch_, logits.options().dtype(at::kLong));
+    lp_ = StepLogprobs::Take(logits, rows, at::full_like(rows, start), p_.logprobs);
+  }
   bool InnerCall(const at::Tensor& hidden);
   // After a cache-mode call: the next inner call, or the next block's refresh, or the end.
   void AdvanceBlock(bool block_over);
@@ -138,10 +147,11 @@ class DreamCacheStepSampler : public StepSampler {
   std::int64_t call_ = 0;
   bool running_ = true;
   GenerationResult result_;
+  StepLogprobs lp_;  // the current call's (params.logprobs)
 };
 
 std::pair<at::Tensor, at::Tensor> DreamCacheStepSampler::Sample(const at::Tensor& hidden, const at::Tensor& cand,
-                                                                 DreamAlg alg) {
+                                                                 DreamAlg alg, std::int64_t offset) {
   at::Tensor tokens = at::full_like(cand, p_.mask_id, at::kLong);
   at::Tensor conf = at::full(cand.sizes(), -std::numeric_limits<float>::infinity(),
                              at::TensorOptions().dtype(at::kFloat).device(cand.device()));
@@ -150,6 +160,7 @@ std::pair<at::Tensor, at::Tensor> DreamCacheStepSampler::Sample(const at::Tensor
   at::Tensor source = where.select(1, 1);
   if (o_.right_shift_logits) source = (source - 1).clamp_min(0);
   const at::Tensor logits = model_.HeadLogits(hidden.index({where.select(1, 0), source})).to(at::kFloat);
+  if (p_.logprobs >= 0) lp_ = StepLogprobs::Take(logits, where.select(1, 0), where.select(1, 1) + offset, p_.logprobs);
   auto [x0, c] = dream::SampleTokens(logits, p_, alg, gen_);
   tokens.masked_scatter_(cand, x0);
   conf.masked_scatter_(cand, c.to(at::kFloat));
@@ -170,7 +181,7 @@ at::Tensor DreamCacheStepSampler::ThresholdPick(const at::Tensor& conf, std::int
 bool DreamCacheStepSampler::NoCacheCall(const at::Tensor& hidden) {
   const at::Tensor cand = x_.eq(p_.mask_id);
   if (o_.threshold_rule) {
-    auto [tokens, conf] = Sample(hidden, cand, DreamAlg::kMaskgitPlus);
+    auto [tokens, conf] = Sample(hidden, cand, DreamAlg::kMaskgitPlus, 0);
     // The schedule's count of this call plus the leftovers: all masks but what later calls take.
     const auto& row = schedule_[0];
     const bool last = call_ + 1 >= calls_;
@@ -181,7 +192,7 @@ bool DreamCacheStepSampler::NoCacheCall(const at::Tensor& hidden) {
     const bool stalled = last && p_.temperature == 0 && !transfer.logical_and(tokens.ne(p_.mask_id)).any().item<bool>();
     return stalled || !x_.eq(p_.mask_id).any().item<bool>();
   }
-  auto [tokens, conf] = Sample(hidden, cand, p_.alg);
+  auto [tokens, conf] = Sample(hidden, cand, p_.alg, 0);
   for (std::int64_t r = 0; r < batch_; ++r) {
     const std::int64_t k = schedule_[static_cast<std::size_t>(r)][static_cast<std::size_t>(call_)];
     if (k <= 0) continue;
@@ -203,14 +214,18 @@ void DreamCacheStepSampler::RefreshCall(const at::Tensor& hidden) {
     // batch, in row-major order, so every row's logits are needed for the draws to line up.
     at::Tensor logits = model_.HeadLogits(hidden).to(at::kFloat);  // [B, T, V]
     if (o_.right_shift_logits) logits = at::cat({logits.narrow(1, 0, 1), logits.narrow(1, 0, total_ - 1)}, 1);
+    TakeRefreshLogprobs(logits.select(1, start), start);
     const at::Tensor x0 = dream::SampleTokens(logits.reshape({batch_ * total_, -1}), p_, DreamAlg::kMaskgitPlus, gen_).first;
     token = x0.view({batch_, total_}).select(1, start);
   } else {
     // Greedy: no draws, each row's token depends on its own logits only.
-    token = dream::SampleTokens(model_.HeadLogits(hidden.select(1, source)).to(at::kFloat), p_, DreamAlg::kMaskgitPlus,
-                                gen_).first;
+    const at::Tensor logits = model_.HeadLogits(hidden.select(1, source)).to(at::kFloat);  // [B, V]
+    TakeRefreshLogprobs(logits, start);
+    token = dream::SampleTokens(logits, p_, DreamAlg::kMaskgitPlus, gen_).first;
   }
-  x_.select(1, start).copy_(token);
+  // A template's fixed token at the block's start stays (the official canvas has none there).
+  at::Tensor first = x_.select(1, start);
+  first.copy_(at::where(first.eq(p_.mask_id), token, first));
 }
 
 bool DreamCacheStepSampler::InnerCall(const at::Tensor& hidden) {
@@ -219,13 +234,13 @@ bool DreamCacheStepSampler::InnerCall(const at::Tensor& hidden) {
   at::Tensor cand = region.eq(p_.mask_id);
   if (width > p_.block_length) cand.narrow(1, p_.block_length, width - p_.block_length).fill_(false);
   if (o_.threshold_rule) {
-    auto [tokens, conf] = Sample(hidden, cand, DreamAlg::kMaskgitPlus);
+    auto [tokens, conf] = Sample(hidden, cand, DreamAlg::kMaskgitPlus, BlockStart());
     const at::Tensor transfer = ThresholdPick(conf, BlockMasks(), cand);
     region.copy_(at::where(transfer, tokens, region));
     // At temperature 0 a call that commits nothing would repeat itself forever.
     return p_.temperature == 0 && !transfer.logical_and(tokens.ne(p_.mask_id)).any().item<bool>();
   }
-  auto [tokens, conf] = Sample(hidden, cand, p_.alg);
+  auto [tokens, conf] = Sample(hidden, cand, p_.alg, BlockStart());
   if (inner_step_ == steps_per_block_) return true;  // the official break, after the call and its draws
   // num_mask_token = the block's masks averaged over the batch, float32, times (1 - s/t), truncated.
   const at::Tensor per_row = cand.sum().to(at::kFloat) / static_cast<double>(batch_);
@@ -264,6 +279,8 @@ StepEvent DreamCacheStepSampler::FinishStep(const at::Tensor& hidden) {
   }
   // The positions this call unmasked (a position given the mask id itself stays masked).
   StepEvent ev = MakeStepEvent(before.logical_and(x_.ne(p_.mask_id)), x_, gen_start_);
+  lp_.Attach(ev, gen_start_);
+  lp_ = StepLogprobs();
   ev.step = call_++;
   ev.block = block;
   ev.step_in_block = step_in_block;
@@ -278,8 +295,9 @@ Status CheckOptions(const PromptBatch& prompts, const GenerationParams& p, const
   GenerationParams shared = p;
   shared.sampler = generation::SamplerMode::kDream;
   shared.block_length = p.gen_length;
-  const auto prompt_len = static_cast<std::int64_t>(prompts.ids[0].size());
-  UNMASK_RETURN_IF_ERROR(ValidateParams(shared, config, prompt_len));
+  const auto context = static_cast<std::int64_t>(prompts.ids[0].size() + prompts.canvas.suffix.size());
+  UNMASK_RETURN_IF_ERROR(ValidateParams(shared, config, context));
+  UNMASK_RETURN_IF_ERROR(ValidateCanvas(prompts.canvas, p.gen_length, config.embedding_size, p.mask_id));
   if (!o.threshold_rule && p.alg == DreamAlg::kOrigin)
     return InvalidFieldError("alg", "Fast-dLLM's Dream sampler takes maskgit_plus, topk_margin or entropy (the "
                                     "official code raises 'Unknown alg' for origin)");

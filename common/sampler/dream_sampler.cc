@@ -9,6 +9,7 @@
 #include "common/model/llada_model.h"
 #include "common/sampler/dream_sampling.h"
 #include "common/sampler/sampling_ops.h"
+#include "common/sampler/step_logprobs.h"
 
 namespace unmask::sampler {
 namespace {
@@ -111,17 +112,23 @@ at::Tensor DreamStepSampler::ConfidenceStep(const at::Tensor& logits, const at::
 
 StepEvent DreamStepSampler::FinishStep(const at::Tensor& hidden) {
   const at::Tensor masked = s_.x.eq(p_.mask_id);
+  StepLogprobs lp;
   at::Tensor placed;
   if (!masked.any().item<bool>()) {
     placed = at::full_like(s_.x, p_.mask_id);
   } else {
     const at::Tensor logits = MaskedLogits(hidden, masked);
+    if (p_.logprobs >= 0) {
+      const at::Tensor where = masked.nonzero();
+      lp = StepLogprobs::Take(logits, where.select(1, 0), where.select(1, 1), p_.logprobs);
+    }
     placed = p_.alg == DreamAlg::kOrigin ? OriginStep(logits, masked) : ConfidenceStep(logits, masked);
   }
   // A position given the mask token itself stays masked, to be predicted again.
   const at::Tensor set = placed.ne(p_.mask_id);
   s_.x = at::where(set, placed, s_.x);
   StepEvent ev = MakeStepEvent(set, s_.x, s_.prompt_len);
+  lp.Attach(ev, s_.prompt_len);
   ev.step = step_;
   ev.step_in_block = step_;
   ++step_;

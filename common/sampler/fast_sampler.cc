@@ -14,6 +14,7 @@
 #include "common/sampler/parallel_decoding.h"
 #include "common/sampler/prefix_cache_sampler.h"
 #include "common/sampler/sampling_ops.h"
+#include "common/sampler/step_logprobs.h"
 #include "common/sampler/transfer_schedule.h"
 
 namespace unmask::sampler {
@@ -53,7 +54,7 @@ class FastStepSampler : public StepSampler {
                   const char* name)
       : model_(model), p_(p), o_(o), batch_(s.batch), prompt_len_(s.prompt_len), total_(s.total),
         device_(model.device()), gen_(s.gen), x_(std::move(s.x)), prompt_index_(std::move(s.prompt_index)),
-        cfg_(p.cfg_scale > 0), bl_(p.block_length), done_(batch_, 0) {
+        cfg_(p.cfg_scale > 0), bl_(p.block_length), early_stop_(o.early_stop && !s.canvas), done_(batch_, 0) {
     model_mask_ = cfg_ && s.attention_mask.defined() ? at::cat({s.attention_mask, s.attention_mask}, 0)
                                                      : s.attention_mask;
     num_blocks_ = p.gen_length / p.block_length;
@@ -98,6 +99,7 @@ class FastStepSampler : public StepSampler {
   at::Tensor model_mask_;
   const bool cfg_;
   const std::int64_t bl_;
+  const bool early_stop_;  // o.early_stop, off with a canvas (a suffix or a template's fixed tokens stay)
   std::int64_t num_blocks_ = 0, steps_per_block_ = 0;
   std::unique_ptr<BlockForward> forward_;
   bool reference_confidence_ = false;
@@ -107,6 +109,7 @@ class FastStepSampler : public StepSampler {
   std::int64_t nb_ = 0, i_ = 0, step_ = 0;
   std::int64_t segment_offset_ = 0;  // where the last forward's hidden rows start
   std::vector<std::vector<std::int64_t>> schedule_;
+  StepLogprobs lp_;  // the last step's (params.logprobs)
 };
 
 void FastStepSampler::EnterBlock() {
@@ -151,9 +154,10 @@ StepEvent FastStepSampler::FinishStep(const at::Tensor& hidden) {
   auto [x0, confidence] = Predict(hidden.narrow(1, block_start() - segment_offset_, bl_), xb, mask_index);
   at::Tensor transfer = PickTransfers(confidence, mask_index);
   xb.copy_(at::where(transfer.narrow(1, block_start(), bl_), x0, xb));
-  if (o_.early_stop) EarlyStop(xb, transfer);
+  if (early_stop_) EarlyStop(xb, transfer);
 
   StepEvent ev = MakeStepEvent(transfer, x_, prompt_len_);
+  lp_.Attach(ev, prompt_len_);
   ev.step = step_++;
   ev.block = nb_;
   ev.step_in_block = i_++;
@@ -176,6 +180,12 @@ std::pair<at::Tensor, at::Tensor> FastStepSampler::Predict(at::Tensor hidden, co
   at::Tensor logits = model_.HeadLogits(hidden);  // [B', bl, V], or [rows, V]
   if (cfg_) logits = GuidedLogits(logits, p_.cfg_scale);
   if (p_.logits_eos_inf) logits.select(-1, p_.eos_id).fill_(kNegInf);
+  if (p_.logprobs >= 0 && masked_rows_only) {
+    const at::Tensor where = mask_index.nonzero();
+    lp_ = StepLogprobs::Take(logits, where.select(1, 0), where.select(1, 1) + block_start(), p_.logprobs);
+  } else if (p_.logprobs >= 0) {
+    lp_ = StepLogprobs::TakeWhere(logits, mask_index, block_start(), p_.logprobs);
+  }
   at::Tensor noisy = p_.temperature == 0 ? logits : AddGumbelNoise(logits, p_.temperature, gen_);
   at::Tensor x0 = noisy.argmax(-1);  // [B, bl], or [rows]
   if (p_.confidence_eos_eot_inf) {

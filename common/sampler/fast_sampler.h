@@ -26,6 +26,8 @@
 //    are reported in the StepEvent of the step that completed the block, together with the
 //    tokens that step unmasked. An EOS elsewhere in the block (not last) does not stop anything.
 //    With early stop off, or when no block ends in EOS, it changes nothing.
+//  - With a canvas (PromptBatch::canvas: a suffix, or a template's fixed tokens) early stop is
+//    off: the text after an EOS is not padding there.
 //  - GenerationResult::sampler is the mode name (FastModeName); steps_run counts forwards.
 //  - FastGenerate is StartFastStepSampler driven alone (RunSteps); the executor drives many
 //    together (step_sampler.h).

@@ -11,6 +11,7 @@
 
 #include "common/model/llada_model.h"
 #include "common/sampler/sampling_ops.h"
+#include "common/sampler/step_logprobs.h"
 #include "common/sampler/transfer_schedule.h"
 
 namespace unmask::sampler {
@@ -22,6 +23,10 @@ Status CheckOptions(const PromptBatch& prompts, const GenerationParams& p, const
   if (prompts.ids.size() != 1)
     return InvalidFieldError("prompts", "LLaDA2's sampler takes one prompt, got " + std::to_string(prompts.ids.size()));
   if (prompts.ids[0].empty()) return InvalidFieldError("prompts", "the prompt is empty");
+  if (!prompts.canvas.suffix.empty())
+    return InvalidFieldError("canvas.suffix", "LLaDA2's block-causal attention lets no block see the text after it, "
+                                              "so a suffix cannot steer the gap; infill with a bidirectional model "
+                                              "(LLaDA, LLaDA-MoE, Dream), or give the text as a template's fixed tokens");
   if (p.gen_length < 1) return InvalidFieldError("gen_length", "must be at least 1");
   if (p.block_length < 1) return InvalidFieldError("block_length", "must be at least 1");
   if (p.steps < 1) return InvalidFieldError("steps", "must be at least 1");
@@ -41,16 +46,18 @@ Status CheckOptions(const PromptBatch& prompts, const GenerationParams& p, const
 
 class Llada2StepSampler : public StepSampler {
  public:
-  Llada2StepSampler(const model::LladaModel& model, std::vector<std::int64_t> prompt, const GenerationParams& p,
-                    const Llada2Options& o)
+  Llada2StepSampler(const model::LladaModel& model, std::vector<std::int64_t> prompt, const Canvas& canvas,
+                    const GenerationParams& p, const Llada2Options& o)
       : model_(model), p_(p), o_(o), prompt_len_(static_cast<std::int64_t>(prompt.size())), bl_(p.block_length),
-        gen_(MakeSeededGenerator(model.device(), p.seed)) {
+        gen_(MakeSeededGenerator(model.device(), p.seed)), eos_ends_(!canvas.has_fixed_region()) {
     steps_ = std::min(p.steps, p.gen_length / o.minimal_topk);
     // The official _get_num_transfer_tokens(block_length, steps): LLaDA's schedule over a whole block.
     schedule_ = NumTransferTokens(bl_, steps_);  // steps_ >= 1: minimal_topk <= gen_length
     num_blocks_ = (prompt_len_ + p.gen_length + bl_ - 1) / bl_;
     x_ = at::full({1, num_blocks_ * bl_}, p.mask_id, at::TensorOptions().dtype(at::kLong).device(model.device()));
     x_.narrow(1, 0, prompt_len_).copy_(ToTensor({prompt}, model.device()));
+    x_.narrow(1, prompt_len_, p.gen_length).copy_(ToTensor({canvas.RegionIds(p.gen_length, p.mask_id)}, model.device()));
+    fixed_ = x_[0].ne(p.mask_id);  // the prompt and a template's fixed tokens: never edited
     first_block_ = prompt_len_ / bl_;
     block_ = first_block_;
     result_.sampler = o.token_editing ? "llada21" : "llada2";
@@ -113,6 +120,10 @@ class Llada2StepSampler : public StepSampler {
   std::int64_t hidden_offset_ = 0;  // the position of the last forward's first hidden row
   bool running_ = true;
   GenerationResult result_;
+  // False for a template (fixed tokens in the region): an EOS then ends nothing early, and
+  // nothing after it is overwritten, so every hole is filled and every fixed token stays.
+  const bool eos_ends_;
+  at::Tensor fixed_;  // [num_blocks * bl] bool
 };
 
 std::pair<at::Tensor, at::Tensor> Llada2StepSampler::Sample(const at::Tensor& raw) {
@@ -142,14 +153,12 @@ at::Tensor Llada2StepSampler::PickTransfers(const at::Tensor& confidence, const 
 }
 
 at::Tensor Llada2StepSampler::PickEdits(const at::Tensor& x0, const at::Tensor& p0, const at::Tensor& masked) const {
-  at::Tensor editable = masked.logical_not();
-  const std::int64_t start = block_ * bl_;
-  if (start < prompt_len_) editable.narrow(0, 0, std::min(prompt_len_ - start, bl_)).fill_(false);
+  const at::Tensor editable = masked.logical_not().logical_and(fixed_.narrow(0, block_ * bl_, bl_).logical_not());
   return editable.logical_and(p0.to(at::kFloat) > o_.editing_threshold).logical_and(x0.ne(Block()[0]));
 }
 
 bool Llada2StepSampler::EarlyStop(const at::Tensor& x0, const at::Tensor& transfer) const {
-  if (!o_.eos_early_stop || !x0.masked_select(transfer).eq(p_.eos_id).any().item<bool>()) return false;
+  if (!eos_ends_ || !o_.eos_early_stop || !x0.masked_select(transfer).eq(p_.eos_id).any().item<bool>()) return false;
   const at::Tensor window = x_[0].narrow(0, 0, (block_ + 1) * bl_);
   const at::Tensor eos = window.eq(p_.eos_id).nonzero();
   if (eos.numel() == 0) return false;
@@ -161,6 +170,11 @@ StepEvent Llada2StepSampler::FinishStep(const at::Tensor& hidden) {
   const at::Tensor logits = model_.HeadLogits(hidden[0].narrow(0, block_ * bl_ - hidden_offset_, bl_));  // [bl, V]
   at::Tensor block = Block()[0];
   const at::Tensor masked = block.eq(p_.mask_id);
+  StepLogprobs lp;  // every position of the block: LLaDA2.1's edits are commits too
+  if (p_.logprobs >= 0) {
+    const at::Tensor positions = at::arange(block_ * bl_, (block_ + 1) * bl_, masked.options().dtype(at::kLong));
+    lp = StepLogprobs::Take(logits, at::zeros_like(positions), positions, p_.logprobs);
+  }
   auto [x0, p0] = Sample(logits);
   const at::Tensor confidence = at::where(masked, p0.to(at::kFloat), at::full_like(p0, kNegInf, at::kFloat));
   at::Tensor transfer = PickTransfers(confidence, masked);
@@ -179,6 +193,7 @@ StepEvent Llada2StepSampler::FinishStep(const at::Tensor& hidden) {
   placed.narrow(1, prompt_len_ + p_.gen_length, placed.size(1) - prompt_len_ - p_.gen_length).fill_(false);
   StepEvent ev = MakeStepEvent(placed.narrow(1, 0, prompt_len_ + p_.gen_length),
                                x_.narrow(1, 0, prompt_len_ + p_.gen_length), prompt_len_);
+  lp.Attach(ev, prompt_len_);
   ev.step = step_++;
   ev.block = block_ - first_block_;
   ev.step_in_block = step_in_block_++;
@@ -204,7 +219,7 @@ void Llada2StepSampler::Advance() {
     if (BlockContinues()) return;
     // The block is done: an EOS anywhere generated so far ends the generation.
     const std::int64_t end = (block_ + 1) * bl_;
-    if (x_[0].narrow(0, prompt_len_, end - prompt_len_).eq(p_.eos_id).any().item<bool>()) break;
+    if (eos_ends_ && x_[0].narrow(0, prompt_len_, end - prompt_len_).eq(p_.eos_id).any().item<bool>()) break;
     ++block_;
     step_in_block_ = post_steps_ = 0;
     block_done_ = false;
@@ -216,6 +231,7 @@ void Llada2StepSampler::Advance() {
 // made EOS here too, so that the output has gen_length ids and reads the same when cut at EOS.
 void Llada2StepSampler::Stop() {
   running_ = false;
+  if (!eos_ends_) return;
   at::Tensor gen = x_[0].narrow(0, prompt_len_, p_.gen_length);
   const at::Tensor eos = gen.eq(p_.eos_id).nonzero();
   if (eos.numel() == 0) return;
@@ -244,11 +260,12 @@ StatusOr<std::unique_ptr<StepSampler>> StartLlada2StepSampler(const model::Llada
                                                               const Llada2Options& options) {
   UNMASK_RETURN_IF_ERROR(CheckOptions(prompts, params, options));
   const auto& config = model.config();
+  UNMASK_RETURN_IF_ERROR(ValidateCanvas(prompts.canvas, params.gen_length, config.embedding_size, params.mask_id));
   UNMASK_ASSIGN_OR_RETURN(PromptBatch normal, NormalizePromptBatch(prompts, config.pad_token_id, config.embedding_size));
   if (params.mask_id < 0 || params.mask_id >= config.embedding_size)
     return InvalidFieldError("mask_id", std::to_string(params.mask_id) + " is outside the vocabulary");
   try {
-    return std::unique_ptr<StepSampler>(std::make_unique<Llada2StepSampler>(model, normal.ids[0], params, options));
+    return std::unique_ptr<StepSampler>(std::make_unique<Llada2StepSampler>(model, normal.ids[0], normal.canvas, params, options));
   } catch (const std::exception& e) {
     return InternalError(std::string("llada2 sampler: ") + e.what());
   }

@@ -19,6 +19,10 @@
 // stop at the first EOS): the same ids in fewer steps. An edit is reported in the step's event
 // like a commit (the position with its new token).
 //
+// A template (PromptBatch::canvas with fixed tokens in the region) keeps its fixed tokens: they are
+// never edited, an EOS then ends nothing early and pads nothing. A suffix is refused (field
+// canvas.suffix): under block-causal attention no block sees the text after it.
+//
 // Like every sampler it runs a step at a time (step_sampler.h), so LLaDA2 generations batch with
 // each other and with LLaDA's in one packed forward per step.
 //

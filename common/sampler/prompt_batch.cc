@@ -22,6 +22,7 @@ StatusOr<PromptBatch> NormalizePromptBatch(const PromptBatch& batch, std::int64_
       return InvalidArgumentError("attention_mask row " + std::to_string(r) + " has a different length than its prompt");
   }
   PromptBatch out;
+  out.canvas = batch.canvas;
   bool needs_mask = has_mask;
   for (const auto& row : batch.ids) needs_mask |= row.size() != longest;
   for (std::size_t r = 0; r < batch.ids.size(); ++r) {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/sampler/sampling_ops.h"
+#include "common/sampler/step_logprobs.h"
 #include "common/sampler/transfer_schedule.h"
 
 namespace unmask::sampler {
@@ -36,13 +37,19 @@ std::vector<std::vector<std::int64_t>> BlockSchedule(const at::Tensor& x, std::i
 
 // One step of the official loop once the model's logits ([B', L, V]) are in: guidance, the EOS
 // switches, noise, confidences, top-k per row. Updates x; returns the positions it set [B, L].
+// With params.logprobs, `lp` takes the log-probabilities of the block's masked positions.
 at::Tensor ReferenceStep(at::Tensor logits, at::Tensor& x, const GenerationParams& p, at::Generator& gen,
                          std::int64_t block_end, const std::vector<std::vector<std::int64_t>>& schedule,
-                         std::int64_t i) {
+                         std::int64_t i, StepLogprobs& lp) {
   const std::int64_t batch = x.size(0), total = x.size(1);
   const at::Tensor mask_index = x.eq(p.mask_id);
   if (p.cfg_scale > 0) logits = GuidedLogits(logits, p.cfg_scale);
   if (p.logits_eos_inf) logits.select(-1, p.eos_id).fill_(kNegInf);
+  if (p.logprobs >= 0) {
+    const std::int64_t block_start = block_end - p.block_length;
+    lp = StepLogprobs::TakeWhere(logits.narrow(1, block_start, p.block_length),
+                                 mask_index.narrow(1, block_start, p.block_length), block_start, p.logprobs);
+  }
   at::Tensor noisy = p.temperature == 0 ? logits : AddGumbelNoise(logits, p.temperature, gen);
   at::Tensor x0 = noisy.argmax(-1);
   if (p.confidence_eos_eot_inf) {
@@ -94,8 +101,10 @@ class ReferenceStepSampler : public StepSampler {
   }
   StepEvent FinishStep(const at::Tensor& hidden) override {
     const std::int64_t block_end = prompt_len_ + (nb_ + 1) * p_.block_length;
-    const at::Tensor transfer = ReferenceStep(model_.HeadLogits(hidden), x_, p_, gen_, block_end, schedule_, i_);
+    StepLogprobs lp;
+    const at::Tensor transfer = ReferenceStep(model_.HeadLogits(hidden), x_, p_, gen_, block_end, schedule_, i_, lp);
     StepEvent ev = MakeStepEvent(transfer, x_, prompt_len_);
+    lp.Attach(ev, prompt_len_);
     ev.step = nb_ * steps_per_block_ + i_;
     ev.block = nb_;
     ev.step_in_block = i_;
@@ -146,12 +155,17 @@ StatusOr<GenerationResult> ReferenceGenerate(const model::ModelBackend& model, c
       const auto schedule = BlockSchedule(x, block_start, p, steps_per_block);
       for (std::int64_t i = 0; i < steps_per_block; ++i) {
         at::Tensor logits = model.Logits(ModelInput(x, prompt_index, p), attention_mask);
-        const at::Tensor transfer = ReferenceStep(logits, x, p, gen, block_start + p.block_length, schedule, i);
+        StepLogprobs lp;
+        const at::Tensor transfer = ReferenceStep(logits, x, p, gen, block_start + p.block_length, schedule, i, lp);
         ++result.steps_run;
-        UNMASK_RETURN_IF_ERROR(ReportStep(on_step, transfer, x, prompt_len, nb * steps_per_block + i, nb, i, start));
+        StepEvent ev = MakeStepEvent(transfer, x, prompt_len);
+        lp.Attach(ev, prompt_len);
+        RecordLogprobs(ev, result.logprobs);
+        UNMASK_RETURN_IF_ERROR(ReportStep(on_step, std::move(ev), nb * steps_per_block + i, nb, i, start));
       }
     }
     result.output = ToRows(x.narrow(1, prompt_len, p.gen_length));
+    FinishLogprobs(result.output, result.logprobs);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
   } catch (const std::exception& e) {

@@ -15,6 +15,10 @@
 //    `logits_with_noise[:, :, EOS] = logits[:, :, EoT] = -inf`. With temperature 0 the two names
 //    are one tensor, so both EOS and EoT get confidence 0; with temperature > 0 only EoT does
 //    (the EOS write lands in the noisy copy, which is no longer read).
+//
+// A canvas (PromptBatch::canvas: a template's fixed tokens in the generated region, a suffix
+// after it) needs no change to the loop: only masked positions are ever candidates, and each
+// block's transfer schedule counts the block's masked positions, so fixed tokens shorten it.
 #pragma once
 
 #include "common/model/model_backend.h"

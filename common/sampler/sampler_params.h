@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/generation/canvas.h"
 #include "common/generation/params.h"
 #include "common/generation/sampler_mode.h"
 #include "common/generation/validate.h"
@@ -13,6 +14,8 @@
 namespace unmask::sampler {
 
 using generation::AllSamplerModes;
+using generation::Canvas;
+using generation::ValidateCanvas;
 using generation::LladaSamplerModes;
 using generation::CacheKind;
 using generation::DecodeRule;
@@ -34,6 +37,9 @@ struct PromptBatch {
   std::vector<std::vector<std::int64_t>> ids;
   // Optional, same shape as ids: 1 = real token, 0 = padding. Empty = all ones.
   std::vector<std::vector<std::int64_t>> attention_mask;
+  // Infilling / a template with holes (common/generation/canvas.h), the same for every row:
+  // only the region's holes are unmasked, the fixed tokens and the suffix never change.
+  Canvas canvas;
 };
 
 // Returns a rectangular batch (left-padded where rows differ) or an error naming the row.

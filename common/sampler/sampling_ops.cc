@@ -81,15 +81,17 @@ StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::in
 
 InitialSequence MakeInitialSequence(const std::vector<std::vector<std::int64_t>>& prompt_ids,
                                     const std::vector<std::vector<std::int64_t>>& prompt_mask, std::int64_t gen_length,
-                                    std::int64_t mask_id, c10::Device device) {
+                                    std::int64_t mask_id, c10::Device device, const generation::Canvas& canvas) {
   const auto long_opts = at::TensorOptions().dtype(at::kLong).device(device);
   const auto batch = static_cast<std::int64_t>(prompt_ids.size());
-  const auto prompt_len = static_cast<std::int64_t>(prompt_ids[0].size());
+  const auto suffix_len = static_cast<std::int64_t>(canvas.suffix.size());
+  std::vector<std::int64_t> tail = canvas.RegionIds(gen_length, mask_id);
+  tail.insert(tail.end(), canvas.suffix.begin(), canvas.suffix.end());
   InitialSequence s;
-  s.x = at::full({batch, prompt_len + gen_length}, mask_id, long_opts);
-  s.x.narrow(1, 0, prompt_len).copy_(ToTensor(prompt_ids, device));
+  s.x = at::cat({ToTensor(prompt_ids, device), ToTensor({tail}, device).expand({batch, gen_length + suffix_len})}, 1);
   if (!prompt_mask.empty())
-    s.attention_mask = at::cat({ToTensor(prompt_mask, device), at::ones({batch, gen_length}, long_opts)}, 1);
+    s.attention_mask =
+        at::cat({ToTensor(prompt_mask, device), at::ones({batch, gen_length + suffix_len}, long_opts)}, 1);
   return s;
 }
 
@@ -100,12 +102,16 @@ StatusOr<SamplingStart> StartSampling(const model::ModelBackend& model, const Pr
   SamplingStart s;
   s.batch = static_cast<std::int64_t>(prompts.ids.size());
   s.prompt_len = static_cast<std::int64_t>(prompts.ids[0].size());
-  s.total = s.prompt_len + p.gen_length;
-  UNMASK_RETURN_IF_ERROR(ValidateParams(p, config, s.prompt_len));
+  const auto suffix_len = static_cast<std::int64_t>(prompts.canvas.suffix.size());
+  s.total = s.prompt_len + p.gen_length + suffix_len;
+  s.canvas = !prompts.canvas.empty() && (suffix_len > 0 || prompts.canvas.has_fixed_region());
+  UNMASK_RETURN_IF_ERROR(ValidateParams(p, config, s.prompt_len + suffix_len));
+  UNMASK_RETURN_IF_ERROR(ValidateCanvas(prompts.canvas, p.gen_length, config.embedding_size, p.mask_id));
   try {
     const c10::Device device = model.device();
     s.gen = MakeSeededGenerator(device, p.seed);
-    InitialSequence seq = MakeInitialSequence(prompts.ids, prompts.attention_mask, p.gen_length, p.mask_id, device);
+    InitialSequence seq =
+        MakeInitialSequence(prompts.ids, prompts.attention_mask, p.gen_length, p.mask_id, device, prompts.canvas);
     s.x = std::move(seq.x);
     s.attention_mask = std::move(seq.attention_mask);
     s.prompt_index = s.x.ne(p.mask_id);
@@ -115,11 +121,9 @@ StatusOr<SamplingStart> StartSampling(const model::ModelBackend& model, const Pr
   return s;
 }
 
-Status ReportStep(const StepCallback& on_step, const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len,
-                  std::int64_t step, std::int64_t block, std::int64_t step_in_block,
-                  std::chrono::steady_clock::time_point start) {
+Status ReportStep(const StepCallback& on_step, StepEvent ev, std::int64_t step, std::int64_t block,
+                  std::int64_t step_in_block, std::chrono::steady_clock::time_point start) {
   if (!on_step) return OkStatus();
-  StepEvent ev = MakeStepEvent(transfer, x, prompt_len);
   ev.step = step;
   ev.block = block;
   ev.step_in_block = step_in_block;

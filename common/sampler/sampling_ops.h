@@ -36,16 +36,17 @@ at::Tensor FilterTopP(const at::Tensor& logits, double p, double fill);
 at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device);
 std::vector<std::vector<std::int64_t>> ToRows(const at::Tensor& t);
 
-// The starting sequence of every sampler: the (left-padded) prompts followed by gen_length mask
-// ids, [B, prompt_len + gen_length] on `device`, and the attention mask over it (undefined when
-// no row is padded; else the prompts' mask followed by ones).
+// The starting sequence of every sampler: the (left-padded) prompts followed by the canvas's
+// region (gen_length ids, holes as mask ids: all mask ids for plain generation) and its suffix,
+// [B, prompt_len + gen_length + suffix] on `device`, and the attention mask over it (undefined
+// when no row is padded; else the prompts' mask followed by ones).
 struct InitialSequence {
   at::Tensor x;
   at::Tensor attention_mask;
 };
 InitialSequence MakeInitialSequence(const std::vector<std::vector<std::int64_t>>& prompt_ids,
                                     const std::vector<std::vector<std::int64_t>>& prompt_mask, std::int64_t gen_length,
-                                    std::int64_t mask_id, c10::Device device);
+                                    std::int64_t mask_id, c10::Device device, const generation::Canvas& canvas = {});
 
 // Positions (relative to prompt_len, ascending) and tokens set in `transfer` ([B, L] bool).
 StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len);
@@ -53,21 +54,22 @@ StepEvent MakeStepEvent(const at::Tensor& transfer, const at::Tensor& x, std::in
 // What every sampler starts from: the prompts normalized (rows left-padded with the model's pad
 // id, ids checked against its vocabulary), the parameters validated against the model, the
 // seeded generator, and the starting sequence with its attention mask and prompt positions.
-// Errors: those of NormalizePromptBatch and ValidateParams, as they are.
+// Errors: those of NormalizePromptBatch, ValidateCanvas and ValidateParams (the suffix counted
+// with the prompt), as they are.
 struct SamplingStart {
-  std::int64_t batch = 0, prompt_len = 0, total = 0;  // total = prompt_len + gen_length
+  std::int64_t batch = 0, prompt_len = 0, total = 0;  // total = prompt_len + gen_length + suffix
   at::Generator gen;
-  at::Tensor x;               // [B, total]: prompts then mask ids
+  at::Tensor x;               // [B, total]: prompts, the region (holes masked), the suffix
   at::Tensor attention_mask;  // undefined when no row is padded
-  at::Tensor prompt_index;    // x != mask_id at the start
+  at::Tensor prompt_index;    // x != mask_id at the start (the prompt and the canvas's fixed tokens)
+  bool canvas = false;        // a suffix or fixed region tokens: no row ends early at an EOS
 };
 StatusOr<SamplingStart> StartSampling(const model::ModelBackend& model, const PromptBatch& prompts,
                                       const GenerationParams& params);
 
-// Reports one step to `on_step` (when set): the tokens `transfer` set, the step's indices and the
-// time since `start`. Cancelled ("generation cancelled after step N") when the callback says stop.
-Status ReportStep(const StepCallback& on_step, const at::Tensor& transfer, const at::Tensor& x, std::int64_t prompt_len,
-                  std::int64_t step, std::int64_t block, std::int64_t step_in_block,
-                  std::chrono::steady_clock::time_point start);
+// Reports one step to `on_step` (when set): its event (MakeStepEvent's), the step's indices and
+// the time since `start`. Cancelled ("generation cancelled after step N") when the callback says stop.
+Status ReportStep(const StepCallback& on_step, StepEvent ev, std::int64_t step, std::int64_t block,
+                  std::int64_t step_in_block, std::chrono::steady_clock::time_point start);
 
 }  // namespace unmask::sampler

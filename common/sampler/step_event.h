@@ -3,9 +3,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace unmask::sampler {
+
+// A committed token's log-probability (GenerationParams::logprobs): the log-softmax of the step's
+// logits at its position (after guidance and the EOS switches, before temperature and noise),
+// and the `logprobs` most likely tokens there, most likely first.
+struct TokenLogprob {
+  std::int64_t token = 0;
+  double logprob = 0;
+  std::vector<std::pair<std::int64_t, double>> top;
+};
 
 struct StepEvent {
   std::int64_t step = 0;           // 0-based over the whole generation
@@ -15,6 +26,8 @@ struct StepEvent {
   // ascending order, and the token ids placed there.
   std::vector<std::vector<std::int64_t>> positions;
   std::vector<std::vector<std::int64_t>> tokens;
+  // With params.logprobs >= 0: per row, one per entry of positions (same order); else empty.
+  std::vector<std::vector<TokenLogprob>> logprobs;
   double elapsed_seconds = 0;  // since the generation started
 };
 
@@ -27,6 +40,18 @@ struct GenerationResult {
   std::int64_t steps_run = 0;
   double seconds = 0;
   const char* sampler = "reference";
+  // With params.logprobs >= 0: per row, per generated position, the token's log-probability as
+  // it was last committed (none for a template's fixed tokens and the padding after an early stop).
+  std::vector<std::vector<std::optional<TokenLogprob>>> logprobs;
 };
+
+// Folds a step's logprobs into `into` (per row, per generated position; rows and positions added
+// as they come): a position committed again (an edit) takes its latest.
+void RecordLogprobs(const StepEvent& event, std::vector<std::vector<std::optional<TokenLogprob>>>& into);
+// Recorded logprobs made to fit the finished output: each row sized to its output, and a position
+// whose final token is not the one recorded (set by a rule after its commit, as LLaDA2's EOS
+// padding) reports its final token with logprob 0 and no alternatives.
+void FinishLogprobs(const std::vector<std::vector<std::int64_t>>& output,
+                    std::vector<std::vector<std::optional<TokenLogprob>>>& logprobs);
 
 }  // namespace unmask::sampler

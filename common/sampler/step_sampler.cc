@@ -125,13 +125,17 @@ StatusOr<GenerationResult> RunSteps(const model::LladaModel& model, StepSampler&
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   try {
+    std::vector<std::vector<std::optional<TokenLogprob>>> logprobs;
     while (sampler.running()) {
       const model::PackedSegment segment = sampler.NextForward();
       StepEvent ev = sampler.FinishStep(model.HiddenPacked({segment})[0]);
       ev.elapsed_seconds = since_start();
+      RecordLogprobs(ev, logprobs);
       if (on_step && !on_step(ev)) return CancelledError("generation cancelled after step " + std::to_string(ev.step));
     }
     GenerationResult result = sampler.Result();
+    FinishLogprobs(result.output, logprobs);
+    result.logprobs = std::move(logprobs);
     result.seconds = since_start();
     return result;
   } catch (const std::exception& e) {

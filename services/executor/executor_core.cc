@@ -92,8 +92,10 @@ StatusOr<std::shared_ptr<Job>> ExecutorCore::Submit(JobRequest request) {
   check.ids = {request.prompt_ids};
   UNMASK_RETURN_IF_ERROR(
       sampler::NormalizePromptBatch(check, m->config().pad_token_id, m->config().embedding_size).status());
-  UNMASK_RETURN_IF_ERROR(
-      generation::ValidateParams(request.params, m->config(), static_cast<std::int64_t>(request.prompt_ids.size())));
+  UNMASK_RETURN_IF_ERROR(generation::ValidateParams(
+      request.params, m->config(), static_cast<std::int64_t>(request.prompt_ids.size() + request.canvas.suffix.size())));
+  UNMASK_RETURN_IF_ERROR(generation::ValidateCanvas(request.canvas, request.params.gen_length, m->config().embedding_size,
+                                                    request.params.mask_id));
   UNMASK_RETURN_IF_ERROR(generation::ValidateSamplerForModel(request.params.sampler, m->config()));
   const std::uint64_t charge = JobBytes(request, *m);
   if (charge > options_.job_budget_bytes) {
@@ -120,7 +122,7 @@ StatusOr<std::shared_ptr<Job>> ExecutorCore::Submit(JobRequest request) {
 std::uint64_t ExecutorCore::JobBytes(const JobRequest& request, const model::LladaModel& model) const {
   fitting::GenerationRequest r;
   r.params = request.params;
-  r.prompt_length = static_cast<std::int64_t>(request.prompt_ids.size());
+  r.prompt_length = static_cast<std::int64_t>(request.prompt_ids.size() + request.canvas.suffix.size());
   r.compute_dtype_bytes = model.options().precision == model::Precision::kFloat32 ? 4 : 2;
   return fitting::EstimateRequest(model.config(), fitting::ShapeOf(r)).peak;
 }

@@ -9,6 +9,8 @@ StatusOr<JobRequest> JobRequestFromProto(const v1::RunRequest& req, const checkp
   JobRequest r;
   r.job_id = req.job_id();
   r.prompt_ids.assign(req.prompt_ids().begin(), req.prompt_ids().end());
+  r.canvas.region.assign(req.canvas().region().begin(), req.canvas().region().end());
+  r.canvas.suffix.assign(req.canvas().suffix().begin(), req.canvas().suffix().end());
   UNMASK_ASSIGN_OR_RETURN(r.params, generation::ParamsFromProto(req.params(), generation::DefaultSampler(config)));
   generation::WithModelTokens(config, r.params);
   return r;
@@ -30,6 +32,17 @@ grpc::Status ExecutorGrpcService::Serve(grpc::ServerContext* ctx, const char* me
 }
 
 namespace {
+void SetLogprob(const sampler::TokenLogprob& lp, std::int64_t position, v1::TokenLogprob& out) {
+  out.set_position(position);
+  out.set_token(lp.token);
+  out.set_logprob(lp.logprob);
+  for (const auto& [token, logprob] : lp.top) {
+    v1::TopLogprob* t = out.add_top();
+    t->set_token(token);
+    t->set_logprob(logprob);
+  }
+}
+
 telemetry::SpanContext ContextFromField(const std::string& traceparent) {
   if (traceparent.empty()) return {};
   auto parsed = telemetry::ParseTraceparent(traceparent);
@@ -73,6 +86,8 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
         s->set_elapsed_seconds(ev.step.elapsed_seconds);
         for (auto pos : ev.step.positions) s->mutable_unmasked()->add_positions(pos);
         for (auto tok : ev.step.tokens) s->mutable_unmasked()->add_tokens(tok);
+        for (std::size_t i = 0; i < ev.step.logprobs.size() && i < ev.step.positions.size(); ++i)
+          SetLogprob(ev.step.logprobs[i], ev.step.positions[i], *s->add_logprobs());
         if (!writer->Write(out)) (*job)->Cancel();
         continue;
       }
@@ -85,6 +100,7 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
       for (double s : ev.completed.step_seconds) c->add_step_seconds(s);
       c->set_finish_reason(ev.completed.finish_reason);
       c->set_batch_size(ev.completed.batch_size);
+      for (const auto& [position, lp] : ev.completed.logprobs) SetLogprob(lp, position, *c->add_logprobs());
       writer->Write(out);
       return grpc::Status::OK;
     }

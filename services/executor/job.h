@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/generation/canvas.h"
 #include "common/generation/params.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/telemetry/trace_context.h"
@@ -27,6 +28,7 @@ struct JobRequest {
   // (params.attention_query_chunk > 0: this job's attention in chunks of this many query rows, the
   // smaller of it and the executor's --attention-chunk winning; 0: the executor's).
   generation::GenerationParams params;
+  generation::Canvas canvas;  // infilling suffix / template with holes (empty: plain generation)
   Clock::time_point deadline = Clock::time_point::max();
   // The Run call's span: the job's span (executor.job) is its child. Invalid: a trace of its own.
   telemetry::SpanContext trace_context;
@@ -36,6 +38,7 @@ struct StepUpdate {
   std::int64_t step = 0, block = 0, step_in_block = 0;
   std::vector<std::int64_t> positions, tokens;
   double elapsed_seconds = 0;
+  std::vector<sampler::TokenLogprob> logprobs;  // with params.logprobs: one per position
 };
 
 struct Completion {
@@ -46,6 +49,8 @@ struct Completion {
   std::vector<double> step_seconds;
   std::string finish_reason;  // "length" or "eos"
   int batch_size = 1;          // the most jobs that shared one of its forward passes
+  // With params.logprobs: (position, its token's logprob as last committed), holes only, in order.
+  std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> logprobs;
 };
 
 struct JobEvent {

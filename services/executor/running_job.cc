@@ -27,6 +27,7 @@ StatusOr<std::unique_ptr<RunningJob>> RunningJob::Start(std::shared_ptr<Job> job
                                                         const RunContext& context) {
   sampler::PromptBatch prompts;
   prompts.ids = {job->request().prompt_ids};
+  prompts.canvas = job->request().canvas;
   UNMASK_ASSIGN_OR_RETURN(auto sampler, sampler::StartStepSampler(*model, prompts, job->request().params));
   return std::unique_ptr<RunningJob>(new RunningJob(std::move(job), std::move(model), std::move(sampler), context));
 }
@@ -74,8 +75,10 @@ void RunningJob::OnStep(const sampler::StepEvent& ev, double seconds, std::int64
                          {"seconds", seconds},
                          {"forward", forward},
                          {"batch.jobs", static_cast<std::int64_t>(batch)}});
+  sampler::RecordLogprobs(ev, logprobs_);
   JobEvent out;
-  out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[0], ev.tokens[0], Seconds(Clock::now() - start_)};
+  out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[0], ev.tokens[0], Seconds(Clock::now() - start_),
+              ev.logprobs.empty() ? std::vector<sampler::TokenLogprob>{} : ev.logprobs[0]};
   job_->Push(std::move(out));
 }
 
@@ -95,13 +98,18 @@ void RunningJob::Complete() {
   Completion& c = done.completed;
   c.ids = result.output[0];
   c.finish_reason = "length";
+  // A template's fixed tokens after an EOS are part of the answer: it is never cut.
+  const bool may_cut = params.stop_at_eos && !job_->request().canvas.has_fixed_region();
   for (std::size_t i = 0; i < c.ids.size(); ++i) {
     if (c.ids[i] == params.eos_id || c.ids[i] == params.eot_id) {
       c.finish_reason = "eos";
-      if (params.stop_at_eos) c.ids.resize(i);
+      if (may_cut) c.ids.resize(i);
       break;
     }
   }
+  sampler::FinishLogprobs(result.output, logprobs_);
+  for (std::size_t i = 0; !logprobs_.empty() && i < c.ids.size(); ++i)
+    if (logprobs_[0][i]) c.logprobs.emplace_back(static_cast<std::int64_t>(i), *logprobs_[0][i]);
   c.sampler = result.sampler;
   c.steps_run = result.steps_run;
   c.queued_seconds = Seconds(start_ - job_->submitted());

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,7 @@ class RunningJob {
   telemetry::Span span_;
   telemetry::BlockSpans blocks_;
   std::vector<double> step_seconds_;
+  std::vector<std::vector<std::optional<sampler::TokenLogprob>>> logprobs_;  // params.logprobs: per position
   int largest_batch_ = 1;
 };
 

@@ -21,8 +21,10 @@ Clamper MakeClamper(fitting::ClampPolicy policy, int compute_dtype_bytes) {
     asked.prompt_length = in.prompt_length;
     asked.compute_dtype_bytes = in.compute_dtype_bytes > 0 ? in.compute_dtype_bytes : compute_dtype_bytes;
     // The executor's budget is its free memory after the weights it already maps: weights 0.
+    fitting::ClampOptions options;
+    if (in.fixed_gen_length) options.min_gen_length = in.params.gen_length;  // a template is never cut
     UNMASK_ASSIGN_OR_RETURN(fitting::ClampResult r,
-                            fitting::Clamp(in.config, asked, in.budget_bytes, /*weights_bytes=*/0, policy));
+                            fitting::Clamp(in.config, asked, in.budget_bytes, /*weights_bytes=*/0, policy, options));
     out.params = r.applied.params;
     for (const auto& a : r.adjustments) {
       v1::Adjustment adj;

@@ -47,6 +47,7 @@ v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix
   completed.mutable_timings()->set_queued_seconds((NowMs() - created_unix_ms) / 1000.0 - c.running_seconds());
   completed.mutable_timings()->set_running_seconds(c.running_seconds());
   completed.mutable_timings()->mutable_step_seconds()->CopyFrom(c.step_seconds());
+  completed.mutable_logprobs()->CopyFrom(c.logprobs());
   if (tokenizer) completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
   return completed;
 }
@@ -318,6 +319,9 @@ JobDispatcher::Relayed JobDispatcher::RelayRun(RunningJob& run, const Placement&
   auto config = catalog_.Config(record.model, pool_.Snapshot());
   const std::int64_t mask_id = config.ok() ? config->mask_token_id : checkpoint::LladaConfig().mask_token_id;
   std::vector<std::int64_t> tokens(run.stored.run().params().gen_length(), mask_id);
+  const auto& region = run.stored.run().canvas().region();  // a template's fixed tokens show from the start
+  for (int i = 0; i < region.size() && i < static_cast<int>(tokens.size()); ++i)
+    if (region[i] >= 0) tokens[i] = region[i];
 
   Relayed out;
   grpc::ClientContext ctx;

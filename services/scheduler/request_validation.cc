@@ -58,7 +58,10 @@ Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
   if (r.model().empty()) return Bad("model", "must name a model", "an empty string");
   if (r.model().size() > 256) return Bad("model", "must be at most 256 characters", std::to_string(r.model().size()));
   UNMASK_RETURN_IF_ERROR(ValidatePrompt(r));
-  UNMASK_RETURN_IF_ERROR(generation::CheckParamsProto(r.params()));  // the rules of every door
+  // The rules of every door. A template without gen_length has its length (and the steps and
+  // blocks that depend on it) only once encoded: Prepare checks its parameters then.
+  if (r.template_text().empty() || r.params().has_gen_length())
+    UNMASK_RETURN_IF_ERROR(generation::CheckParamsProto(r.params()));
   if (r.priority() < kMinPriority || r.priority() > kMaxPriority)
     return Bad("priority", "must be in [" + std::to_string(kMinPriority) + ", " + std::to_string(kMaxPriority) + "]",
                std::to_string(r.priority()));
@@ -67,6 +70,11 @@ Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
   if (r.idempotency_key().size() > kMaxIdempotencyKey)
     return Bad("idempotency_key", "must be at most " + std::to_string(kMaxIdempotencyKey) + " characters",
                std::to_string(r.idempotency_key().size()));
+  if (r.suffix().size() > kMaxPromptBytes)
+    return Bad("suffix", "must be at most " + std::to_string(kMaxPromptBytes) + " bytes", std::to_string(r.suffix().size()));
+  if (r.template_text().size() > kMaxPromptBytes)
+    return Bad("template_text", "must be at most " + std::to_string(kMaxPromptBytes) + " bytes",
+               std::to_string(r.template_text().size()));
   if (r.n() < 0 || r.n() > kMaxChoices)
     return Bad("n", "must be in [0, " + std::to_string(kMaxChoices) + "] (0 = 1)", std::to_string(r.n()));
   for (char c : r.idempotency_key()) {

@@ -7,6 +7,7 @@
 #include "common/generation/params_proto.h"
 #include "common/generation/validate.h"
 #include "common/tokenizer/chat_template.h"
+#include "services/scheduler/canvas_request.h"
 #include "services/scheduler/choices.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/request_validation.h"
@@ -73,6 +74,12 @@ StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::Genera
   return ids;
 }
 
+StatusOr<generation::Canvas> SchedulerCore::RequestCanvas(const v1::GenerateRequest& r) {
+  if (!WantsCanvas(r)) return generation::Canvas{};
+  UNMASK_ASSIGN_OR_RETURN(auto tok, catalog_.Tokenizer(r.model()));
+  return EncodeRequestCanvas(r, tok.get());
+}
+
 StatusOr<SchedulerCore::Placement> SchedulerCore::Place(ClampInput in, const std::vector<ExecutorSnapshot>& executors,
                                                         const std::string& model) const {
   // The largest budget of each kind among the healthy executors serving the model, and the
@@ -135,22 +142,30 @@ StatusOr<SchedulerCore::Prepared> SchedulerCore::Prepare(const v1::GenerateReque
   UNMASK_ASSIGN_OR_RETURN(auto config, catalog_.Config(r.model(), executors));
   UNMASK_ASSIGN_OR_RETURN(auto prompt, EncodePrompt(r, config));
   UNMASK_RETURN_IF_ERROR(CheckPromptTokens(prompt.size(), options_.limits));
+  UNMASK_ASSIGN_OR_RETURN(generation::Canvas canvas, RequestCanvas(r));
+  UNMASK_RETURN_IF_ERROR(CheckCanvasRoom(prompt.size(), canvas, config));
+  v1::GenerationParams asked = r.params();
+  UNMASK_RETURN_IF_ERROR(ApplyTemplateLength(canvas, asked));
 
-  // The one conversion (defaults included) of every door, then the clamp.
-  ClampInput in{config, {}, static_cast<std::int64_t>(prompt.size()), 0, 0};
-  UNMASK_ASSIGN_OR_RETURN(in.params, generation::ParamsFromProto(r.params(), generation::DefaultSampler(config)));
+  // The one conversion (defaults included) of every door, then the clamp. The suffix counts with
+  // the prompt (the tokens around the generated region); a template's length is fixed.
+  ClampInput in{config, {}, static_cast<std::int64_t>(prompt.size() + canvas.suffix.size()), 0, 0};
+  in.fixed_gen_length = !canvas.region.empty();
+  UNMASK_ASSIGN_OR_RETURN(in.params, generation::ParamsFromProto(asked, generation::DefaultSampler(config)));
   UNMASK_RETURN_IF_ERROR(generation::UnderField("params", generation::ValidateSamplerForModel(in.params.sampler, config)));
   generation::WithModelTokens(config, in.params);
   UNMASK_ASSIGN_OR_RETURN(Placement placed, Place(in, executors, r.model()));
   ClampOutput& out = placed.clamped;
   UNMASK_RETURN_IF_ERROR(
       generation::UnderField("params", generation::ValidateParams(out.params, config, in.prompt_length)));
+  UNMASK_RETURN_IF_ERROR(CheckRequestCanvas(canvas, out.params, config));
 
   Prepared job;
   v1::RunRequest& run = *job.stored.mutable_run();
   run.set_model_id(r.model());
   for (auto id : prompt) run.add_prompt_ids(id);
   *run.mutable_params() = generation::ParamsToProto(out.params);
+  if (!canvas.empty()) *run.mutable_canvas() = CanvasToProto(canvas);
   run.set_traceparent(traceparent);
   job.stored.set_partial_text(r.partial_text());
   v1::Accepted& accepted = *job.stored.mutable_accepted();

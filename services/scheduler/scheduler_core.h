@@ -10,6 +10,7 @@
 
 #include "common/auth/api_keys.h"
 #include "common/jobs/job_store.h"
+#include "common/generation/canvas.h"
 #include "common/generation/params.h"
 #include "services/scheduler/dispatch_policy.h"
 #include "services/scheduler/model_catalog.h"
@@ -26,6 +27,7 @@ struct ClampInput {
   std::int64_t prompt_length = 0;
   std::uint64_t budget_bytes = 0;  // largest budget among the executors serving the model; 0 = unknown
   int compute_dtype_bytes = 0;     // what those executors compute in (4 fp32, 2 bf16/fp16); 0 = unknown
+  bool fixed_gen_length = false;   // a template: gen_length is its length, never reduced
 };
 struct ClampOutput {
   generation::GenerationParams params;
@@ -89,6 +91,8 @@ class SchedulerCore {
   };
   StatusOr<Placement> Place(ClampInput in, const std::vector<ExecutorSnapshot>& executors, const std::string& model) const;
 
+  // The request's suffix / template as a token canvas (canvas_request.h); empty when it has none.
+  StatusOr<generation::Canvas> RequestCanvas(const v1::GenerateRequest& request);
   StatusOr<std::vector<std::int64_t>> EncodePrompt(const v1::GenerateRequest& request,
                                                    const checkpoint::LladaConfig& config);
 
