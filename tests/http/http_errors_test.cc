@@ -119,11 +119,23 @@ TEST(HttpErrorsTest, ParamIsTheDetailsFieldInTheHttpApisNames) {
       {InvalidFieldError("priority", "must be in [-10, 10], got 11"), "priority"},
       {OutOfRangeError("x: out").WithField("max_tokens"), "max_tokens"},
       {UnavailableError("'m' is known but no executor serves it now").WithField("model"), "model"},
+      // The core's refusals of a template with holes and of a suffix (issue 31).
+      {InvalidFieldError("template_text", "has no <hole:N> marker"), "template"},
+      {InvalidFieldError("template_text", "<hole:0>: a hole must be 1..4096 tokens long"), "template"},
+      {FailedPreconditionError("model 'm' has no tokenizer.json").WithField("suffix"), "suffix"},
+      {InvalidFieldError("params.logprobs", "must be in [0, 20] (unset = none), got 21"), "logprobs"},
   };
   for (const auto& c : cases) {
     const HttpError e = ToHttpError(c.status);
     EXPECT_EQ(e.body["error"]["param"], c.param) << c.status.ToString();
   }
+  // A message led by the gRPC name leads with the HTTP name; any other message is kept.
+  const HttpError led = ToHttpError(InvalidFieldError("params.gen_length", "is 99, but the template is 5 tokens long"));
+  EXPECT_EQ(led.body["error"]["message"], "max_tokens: is 99, but the template is 5 tokens long");
+  EXPECT_EQ(ToHttpError(InvalidFieldError("template_text", "has no <hole:N> marker")).body["error"]["message"],
+            "template: has no <hole:N> marker");
+  EXPECT_EQ(ToHttpError(InvalidArgumentError("prompt: encodes to no tokens").WithField("text")).body["error"]["message"],
+            "prompt: encodes to no tokens");
 }
 
 TEST(HttpErrorsTest, TheFieldNameTableMapsGrpcNamesToOpenAiNames) {
@@ -137,9 +149,12 @@ TEST(HttpErrorsTest, TheFieldNameTableMapsGrpcNamesToOpenAiNames) {
   EXPECT_EQ(OpenAiFieldName("chat.messages"), "messages");
   EXPECT_EQ(OpenAiFieldName("chat.messages[1].role"), "messages[1].role");
   EXPECT_EQ(OpenAiFieldName("chat"), "messages");
+  EXPECT_EQ(OpenAiFieldName("template_text"), "template");
+  EXPECT_EQ(OpenAiFieldName("params.logprobs"), "logprobs");
   // The HTTP API's own names (set by its parser) and the names both APIs share pass through.
   for (const char* same : {"model", "priority", "deadline_seconds", "prompt", "prompt[2]", "max_tokens",
-                           "messages[0].content[1]", "stop[1]", "stream_options.include_usage", "idempotency_key", "n"})
+                           "messages[0].content[1]", "stop[1]", "stream_options.include_usage", "idempotency_key", "n",
+                           "suffix", "echo", "top_logprobs", "template"})
     EXPECT_EQ(OpenAiFieldName(same), same);
   // A prefix matches whole names only.
   EXPECT_EQ(OpenAiFieldName("idsx"), "idsx");

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "services/scheduler/http/logprobs_render.h"
+
 namespace unmask::scheduler::http {
 namespace {
 
@@ -141,6 +145,71 @@ TEST(OpenAiRenderTest, ServerSentEventsFraming) {
   EXPECT_EQ(SseComment("queued\nposition 1"), ": queued position 1\n\n");  // one line, whatever it holds
   // Text that is not valid UTF-8 cannot break the JSON of a chunk.
   EXPECT_EQ(SseData(json({{"t", std::string("a\xFF")}})), "data: {\"t\":\"a\xEF\xBF\xBD\"}\n\n");
+}
+
+// Issue 31: logprobs in a choice and a chunk, and completions' top_logprobs written most likely
+// first (nlohmann's objects sort their keys).
+TEST(OpenAiRenderTest, LogprobsRideOnTheChoiceAndTheChunk) {
+  const json lp = {{"content", json::array()}};
+  const auto chat = MakeIdentity(Endpoint::kChatCompletions, "j", 5, "m");
+  EXPECT_EQ(CompletionResponse(chat, {ChoiceText{"a", "stop", lp}}, Usage(1, 1), nullptr)["choices"][0]["logprobs"], lp);
+  EXPECT_TRUE(CompletionResponse(chat, "a", "stop", Usage(1, 1), nullptr)["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(TextDeltaChunk(chat, "a", nullptr, nullptr, 0, lp)["choices"][0]["logprobs"], lp);
+  EXPECT_TRUE(TextDeltaChunk(chat, "a", nullptr, nullptr)["choices"][0]["logprobs"].is_null());
+  const json first = FirstChunk(chat, nullptr, 1, "Verily", lp);
+  EXPECT_EQ(first["choices"][0]["delta"], json({{"role", "assistant"}, {"content", "Verily"}}));
+  EXPECT_EQ(first["choices"][0]["logprobs"], lp);
+  const auto text = MakeIdentity(Endpoint::kCompletions, "j", 5, "m");
+  const json echoed = FirstChunk(text, nullptr, 0, "In the beginning");
+  EXPECT_EQ(echoed["choices"][0]["text"], "In the beginning");
+}
+
+TEST(OpenAiRenderTest, CompletionsTopLogprobsAreWrittenMostLikelyFirst) {
+  const auto id = MakeIdentity(Endpoint::kCompletions, "j", 5, "m");
+  const json lp = {{"tokens", {" a", " b"}},
+                   {"token_logprobs", {-0.5, nullptr}},
+                   {"top_logprobs", {{{" a", -0.5}, {" z", -0.1}, {" m", -3.0}, {"1", -2.0}}, nullptr}},
+                   {"text_offset", {0, 2}}};
+  const json body = CompletionResponse(id, {ChoiceText{" a b", "length", lp}}, Usage(1, 2), nullptr);
+  const std::string dumped = DumpJson(body);
+  const auto at = [&](const std::string& s) { return dumped.find(s); };
+  ASSERT_NE(at("\" z\":-0.1"), std::string::npos) << dumped;
+  EXPECT_LT(at("\" z\":-0.1"), at("\" a\":-0.5"));
+  EXPECT_LT(at("\" a\":-0.5"), at("\"1\":-2.0"));
+  EXPECT_LT(at("\"1\":-2.0"), at("\" m\":-3.0"));
+  EXPECT_EQ(json::parse(dumped), body) << "only the order changes";
+  // Everything else as dump() writes it, chat's top_logprobs entries included.
+  const json alternative = {{"token", "a"}, {"logprob", -1.0}, {"bytes", {97}}};
+  json entry = alternative;
+  entry["top_logprobs"] = json::array({alternative});
+  json chat = json::object();
+  chat["choices"] = json::array({{{"logprobs", {{"content", json::array({entry})}}}}});
+  EXPECT_EQ(DumpJson(chat), chat.dump());
+  EXPECT_EQ(SseData(body), "data: " + dumped + "\n\n");
+}
+
+TEST(OpenAiRenderTest, LogprobsJsonHasBothShapes) {
+  v1::TokenLogprob minus_inf;
+  minus_inf.set_token(7);
+  minus_inf.set_logprob(-INFINITY);
+  auto* top = minus_inf.add_top();
+  top->set_token(8);
+  top->set_logprob(-0.25);
+  const std::vector<LogprobToken> tokens = {{5, "ab", std::nullopt}, {7, "\xC3\xA9", minus_inf}};
+  // No tokenizer: token strings are the ids.
+  const json text = LogprobsJson(Endpoint::kCompletions, nullptr, tokens, 10);
+  EXPECT_EQ(text["tokens"], json({"token_id:5", "token_id:7"}));
+  EXPECT_EQ(text["token_logprobs"], json({nullptr, -9999.0})) << "-inf as OpenAI sends it";
+  EXPECT_EQ(text["top_logprobs"], json({nullptr, {{"token_id:8", -0.25}}}));
+  EXPECT_EQ(text["text_offset"], json({10, 12})) << "code points, from the offset given";
+  const json chat = LogprobsJson(Endpoint::kChatCompletions, nullptr, tokens, 10);
+  ASSERT_EQ(chat["content"].size(), 2u);
+  EXPECT_TRUE(chat["content"][0]["logprob"].is_null());
+  EXPECT_EQ(chat["content"][0]["top_logprobs"], json::array());
+  EXPECT_EQ(chat["content"][1]["token"], "token_id:7");
+  EXPECT_EQ(chat["content"][1]["bytes"].size(), std::string("token_id:7").size());
+  EXPECT_EQ(chat["content"][1]["top_logprobs"],
+            json({{{"token", "token_id:8"}, {"logprob", -0.25}, {"bytes", {116, 111, 107, 101, 110, 95, 105, 100, 58, 56}}}}));
 }
 
 TEST(OpenAiRenderTest, ModelList) {

@@ -223,8 +223,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"early_stop": "false"})", "early_stop"}, BadCase{kChat, R"({"early_stop": 0})", "early_stop"},
         BadCase{kText, R"({"early_stop": 1})", "early_stop"}, BadCase{kChat, R"({"early_stop": [true]})", "early_stop"},
         BadCase{kChat, R"({"early_stop": {}})", "early_stop"},
-        BadCase{kText, R"({"logprobs": 2})", "logprobs"}, BadCase{kChat, R"({"logprobs": true})", "logprobs"},
-        BadCase{kText, R"({"echo": true})", "echo"}, BadCase{kText, R"({"best_of": 3})", "best_of"},
+        BadCase{kText, R"({"best_of": 3})", "best_of"}, BadCase{kText, R"({"n": 2, "best_of": 2})", "best_of"},
         BadCase{kText, R"({"top_p": 0})", "top_p"}, BadCase{kText, R"({"top_p": 1.5})", "top_p"},
         BadCase{kChat, R"({"top_p": "all"})", "top_p"}, BadCase{kText, R"({"sampler": "dual_cache", "top_p": 0.9})", "top_p"},
         BadCase{kText, R"({"top_k": -1})", "top_k"}, BadCase{kText, R"({"top_k": 2.5})", "top_k"},
@@ -236,8 +235,97 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"sampler": "llada2", "remasking": "random"})", "remasking"},
         BadCase{kText, R"({"presence_penalty": 0.5})", "presence_penalty"},
         BadCase{kChat, R"({"tools": [{"type": "function"}]})", "tools"},
-        BadCase{kChat, R"({"response_format": {"type": "json_object"}})", "response_format"},
-        BadCase{kText, R"({"suffix": "end"})", "suffix"}));
+        BadCase{kChat, R"({"response_format": {"type": "json_object"}})", "response_format"}));
+
+// Issue 31: suffix, echo, template, logprobs / top_logprobs, each refusal naming its field.
+INSTANTIATE_TEST_SUITE_P(
+    InfillTemplatesLogprobs, BadFieldTest,
+    ::testing::Values(
+        BadCase{kText, R"({"logprobs": 21})", "logprobs"}, BadCase{kText, R"({"logprobs": -1})", "logprobs"},
+        BadCase{kText, R"({"logprobs": 2.5})", "logprobs"}, BadCase{kText, R"({"logprobs": true})", "logprobs"},
+        BadCase{kText, R"({"logprobs": "3"})", "logprobs"}, BadCase{kText, R"({"top_logprobs": 3})", "top_logprobs"},
+        BadCase{kText, R"({"logprobs": 2, "top_logprobs": 2})", "top_logprobs"},
+        BadCase{kChat, R"({"logprobs": 1})", "logprobs"}, BadCase{kChat, R"({"logprobs": "yes"})", "logprobs"},
+        BadCase{kChat, R"({"top_logprobs": 3})", "top_logprobs"},
+        BadCase{kChat, R"({"logprobs": false, "top_logprobs": 2})", "top_logprobs"},
+        BadCase{kChat, R"({"logprobs": true, "top_logprobs": 21})", "top_logprobs"},
+        BadCase{kChat, R"({"logprobs": true, "top_logprobs": -1})", "top_logprobs"},
+        BadCase{kChat, R"({"logprobs": true, "top_logprobs": "2"})", "top_logprobs"},
+        BadCase{kChat, R"({"logprobs": true, "top_logprobs": 1.5})", "top_logprobs"},
+        BadCase{kText, R"({"suffix": 5})", "suffix"}, BadCase{kText, R"({"suffix": ["end"]})", "suffix"},
+        BadCase{kChat, R"({"suffix": "end"})", "suffix"},
+        BadCase{kText, R"({"echo": "yes"})", "echo"}, BadCase{kText, R"({"echo": 1})", "echo"},
+        BadCase{kChat, R"({"echo": true})", "echo"},
+        BadCase{kText, R"({"template": 5})", "template"}, BadCase{kText, R"({"template": ""})", "template"},
+        BadCase{kChat, R"({"template": ["A <hole:2>"]})", "template"},
+        BadCase{kText, R"({"template": "A <hole:3>.", "stop": "x"})", "stop"},
+        BadCase{kChat, R"({"template": "A <hole:3>.", "stop": ["x"]})", "stop"},
+        // With max_tokens the lengths are judged here as ever (the core then requires it to equal
+        // the template's length).
+        BadCase{kText, R"({"template": "A <hole:3>.", "max_tokens": 8, "steps": 9, "sampler": "reference"})", "steps"}));
+
+TEST(OpenAiRequestTest, CompletionsSuffixEchoLogprobsAndTemplateReachTheCoreRequest) {
+  json body = Completion();
+  body.update({{"suffix", " and the earth."}, {"echo", true}, {"logprobs", 3}, {"max_tokens", 16}});
+  auto r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->generate.suffix(), " and the earth.");
+  EXPECT_TRUE(r->echo);
+  EXPECT_EQ(r->logprobs, 3);
+  ASSERT_TRUE(r->generate.params().has_logprobs());
+  EXPECT_EQ(r->generate.params().logprobs(), 3);
+  EXPECT_TRUE(r->generate.template_text().empty());
+
+  // logprobs 0: the chosen tokens' logprobs, no alternatives; null: none; echo false: none.
+  body.update({{"logprobs", 0}, {"echo", false}});
+  r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->generate.params().logprobs(), 0);
+  EXPECT_FALSE(r->echo);
+  body["logprobs"] = nullptr;
+  r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->generate.params().has_logprobs());
+  EXPECT_EQ(r->logprobs, -1);
+  body["logprobs"] = 20;
+  EXPECT_TRUE(ParseOpenAiRequest(Endpoint::kCompletions, body).ok());
+
+  // A template: gen_length is the core's to set, so steps are not judged against the default
+  // 128 here (the template may be longer).
+  json t = Completion();
+  t.update({{"template", "In the <hole:4> God created <<hole:1> <hole:200>."}, {"steps", 200}});
+  r = ParseOpenAiRequest(Endpoint::kCompletions, t);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->generate.template_text(), "In the <hole:4> God created <<hole:1> <hole:200>.");
+  EXPECT_FALSE(r->generate.params().has_gen_length());
+  EXPECT_EQ(r->generate.params().steps(), 200);
+  EXPECT_TRUE(r->generate.params().stop_at_eos());
+}
+
+TEST(OpenAiRequestTest, ChatLogprobsAndTopLogprobsFollowOpenAisRule) {
+  json body = Chat();
+  body["logprobs"] = true;
+  auto r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->generate.params().logprobs(), 0);  // the chosen tokens only
+  body["top_logprobs"] = 5;
+  r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->generate.params().logprobs(), 5);
+  EXPECT_EQ(r->logprobs, 5);
+  body.update({{"logprobs", false}, {"top_logprobs", nullptr}});
+  r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->generate.params().has_logprobs());
+  // What asks for nothing passes on chat as it always did; a template is the assistant's answer.
+  body.update({{"echo", false}, {"suffix", ""}, {"template", "Verily, <hole:6>."}});
+  r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->echo);
+  EXPECT_TRUE(r->generate.suffix().empty());
+  EXPECT_EQ(r->generate.template_text(), "Verily, <hole:6>.");
+  EXPECT_EQ(r->generate.chat().messages_size(), 1);
+}
 
 TEST(OpenAiRequestTest, NIsTheNumberOfChoicesAndOneLeavesTheRequestAsItWas) {
   json body = Completion();

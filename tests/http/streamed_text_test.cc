@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <random>
 
+#include "common/util/strings.h"
+
 namespace unmask::scheduler::http {
 namespace {
 
@@ -128,6 +130,155 @@ TEST(StreamedTextTest, HalfACharacterIsHeldBackUntilItsOtherBytesAreFinal) {
   for (const auto& d : s.deltas) EXPECT_EQ(d.find("\xEF\xBF\xBD"), std::string::npos) << "a half character was streamed";
   EXPECT_EQ(s.Joined(), word);
   EXPECT_EQ(s.final_text.text, word);
+}
+
+// Issue 31: a template with holes streams whole, its fixed text final from the start.
+TEST(StreamedTextTest, ATemplateStreamsItsFixedTextAndFillsInPlace) {
+  const auto head = Encode("In the"), fill = Encode(" beginning"), tail = Encode(" God created the heaven");
+  std::vector<std::int64_t> region = head;
+  for (std::size_t i = 0; i < fill.size(); ++i) region.push_back(kHoleId);
+  region.insert(region.end(), tail.begin(), tail.end());
+  const std::string whole = "In the beginning God created the heaven";
+  for (int trial = 0; trial < 10; ++trial) {
+    StreamedText text(Kjv(), {kMask, kEos, kEot}, static_cast<std::int64_t>(region.size()), {}, region);
+    std::string joined = text.Begin().text;
+    EXPECT_EQ(joined, "In the") << "the fixed text before the first hole is final before any step";
+    std::vector<std::size_t> order = InOrder(fill.size());
+    std::shuffle(order.begin(), order.end(), std::mt19937(trial));
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const std::string d = text.OnStep({static_cast<std::int64_t>(head.size() + order[k])}, {fill[order[k]]});
+      if (k + 1 < order.size()) {
+        EXPECT_EQ(d.find("God"), std::string::npos) << "fixed text after a masked hole";
+      }
+      joined += d;
+    }
+    EXPECT_EQ(joined, whole) << "the last hole filled makes the rest of the template final";
+    std::vector<std::int64_t> filled = region;
+    std::copy(fill.begin(), fill.end(), filled.begin() + static_cast<std::ptrdiff_t>(head.size()));
+    const auto f = text.Finish(filled, "length");
+    EXPECT_EQ(f.text, whole);
+    EXPECT_EQ(f.delta, "");
+    EXPECT_EQ(f.finish_reason, "stop");  // a filled template is a whole answer
+  }
+}
+
+TEST(StreamedTextTest, AnEosInATemplatesHoleDoesNotEndIt) {
+  const auto head = Encode("Amen"), tail = Encode(" and amen.");
+  std::vector<std::int64_t> region = head;
+  region.insert(region.end(), {kHoleId, kHoleId});
+  region.insert(region.end(), tail.begin(), tail.end());
+  StreamedText text(Kjv(), {kMask, kEos, kEot}, static_cast<std::int64_t>(region.size()), {}, region);
+  std::string joined = text.Begin().text;
+  const auto comma = Encode(",");
+  ASSERT_EQ(comma.size(), 1u);
+  joined += text.OnStep({static_cast<std::int64_t>(head.size() + 1)}, {kEos});
+  joined += text.OnStep({static_cast<std::int64_t>(head.size())}, {comma[0]});
+  EXPECT_EQ(joined, "Amen, and amen.");
+  // The executor's ids: the whole region, or its holes' tokens alone.
+  std::vector<std::int64_t> filled = region;
+  filled[head.size()] = comma[0];
+  filled[head.size() + 1] = kEos;
+  StreamedText again(Kjv(), {kMask, kEos, kEot}, static_cast<std::int64_t>(region.size()), {}, region);
+  EXPECT_EQ(again.Finish(filled, "eos").text, "Amen, and amen.");
+  StreamedText holes(Kjv(), {kMask, kEos, kEot}, static_cast<std::int64_t>(region.size()), {}, region);
+  EXPECT_EQ(holes.Finish({comma[0], kEos}, "eos").text, "Amen, and amen.");
+  // A step never changes a fixed token.
+  StreamedText fixed(Kjv(), {kMask, kEos, kEot}, static_cast<std::int64_t>(region.size()), {}, region);
+  EXPECT_EQ(fixed.Begin().text, "Amen");
+  EXPECT_EQ(fixed.OnStep({0}, {comma[0]}), "");
+}
+
+// With token tracking (logprobs), every token goes out exactly once, with the delta that
+// streams the last of its text, and the pieces are the text.
+struct Tracked {
+  std::vector<StreamedText::Delta> deltas;
+  StreamedText::Final final_text;
+};
+
+Tracked UnmaskTracked(const std::vector<std::int64_t>& ids, const std::vector<std::size_t>& order,
+                      std::vector<std::string> stop, std::vector<std::int64_t> result = {}) {
+  StreamedText text(Kjv(), {kMask, kEos, kEot}, static_cast<std::int64_t>(ids.size()), std::move(stop), {}, true);
+  Tracked t;
+  for (auto pos : order) t.deltas.push_back(text.Step({static_cast<std::int64_t>(pos)}, {ids[pos]}));
+  t.final_text = text.Finish(result.empty() ? ids : result, "length");
+  return t;
+}
+
+void ExpectEveryTokenOnce(const Tracked& t) {
+  std::vector<std::int64_t> sent;
+  std::string text;
+  for (const auto& d : t.deltas) {
+    EXPECT_EQ(d.first_token, sent.size());
+    EXPECT_EQ(d.text_offset, CodePoints(text)) << "the code points of the earlier tokens' text";
+    sent.insert(sent.end(), d.ids.begin(), d.ids.end());
+    ASSERT_EQ(d.ids.size(), d.pieces.size());
+    for (const auto& p : d.pieces) text += p;
+  }
+  const auto& f = t.final_text;
+  EXPECT_EQ(f.first_unsent, sent.size());
+  sent.insert(sent.end(), f.ids.begin() + static_cast<std::ptrdiff_t>(f.first_unsent), f.ids.end());
+  EXPECT_EQ(sent, f.ids) << "the tokens of the deltas and the last chunk are the output's, once each, in order";
+  std::string pieces;
+  for (const auto& p : f.pieces) pieces += p;
+  EXPECT_TRUE(StartsWith(pieces, f.text)) << pieces << " | " << f.text;
+}
+
+TEST(StreamedTextTest, TokensGoOutWithTheDeltaThatCompletesTheirText) {
+  const std::string sentence = " In the beginning God created the heaven and the earth.";
+  const auto ids = Encode(sentence);
+  Tracked t = UnmaskTracked(ids, InOrder(ids.size()), {});
+  ExpectEveryTokenOnce(t);
+  for (const auto& d : t.deltas) {
+    ASSERT_EQ(d.ids.size(), 1u) << "left to right, one token per step";
+    EXPECT_EQ(d.pieces[0], d.text);
+  }
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 10; ++trial) {
+    std::vector<std::size_t> order = InOrder(ids.size());
+    std::shuffle(order.begin(), order.end(), rng);
+    t = UnmaskTracked(ids, order, {});
+    ExpectEveryTokenOnce(t);
+    for (const auto& d : t.deltas) {
+      std::string joined;
+      for (const auto& p : d.pieces) joined += p;
+      EXPECT_EQ(joined, d.text) << "a chunk's tokens are exactly its text";
+    }
+    EXPECT_EQ(t.final_text.text, sentence);
+    EXPECT_EQ(t.final_text.ids, ids);
+  }
+}
+
+TEST(StreamedTextTest, HalfACharactersTokensGoOutWithTheCharacter) {
+  const std::string word = " \xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80";
+  const auto ids = Encode(word);
+  Tracked t = UnmaskTracked(ids, InOrder(ids.size()), {});
+  ExpectEveryTokenOnce(t);
+  for (const auto& d : t.deltas) {
+    std::string joined;
+    for (const auto& p : d.pieces) joined += p;
+    EXPECT_EQ(joined, d.text);
+    if (d.text.empty()) {
+      EXPECT_TRUE(d.ids.empty()) << "a token of half a character went out before the character";
+    }
+  }
+  EXPECT_EQ(t.final_text.text, word);
+}
+
+TEST(StreamedTextTest, AStopStringKeepsTheTokensWhoseTextBeginsBeforeIt) {
+  const std::string sentence = " And God said, Let there be light: and there was light.";
+  const auto ids = Encode(sentence);
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 5; ++trial) {
+    std::vector<std::size_t> order = InOrder(ids.size());
+    if (trial > 0) std::shuffle(order.begin(), order.end(), rng);
+    Tracked t = UnmaskTracked(ids, order, {"light:"});
+    ExpectEveryTokenOnce(t);
+    EXPECT_EQ(t.final_text.text, " And God said, Let there be ");
+    std::string pieces;
+    for (std::size_t j = 0; j + 1 < t.final_text.pieces.size(); ++j) pieces += t.final_text.pieces[j];
+    EXPECT_LT(pieces.size(), t.final_text.text.size()) << "the last token kept begins before the cut";
+    EXPECT_LT(t.final_text.ids.size(), ids.size());
+  }
 }
 
 TEST(StreamedTextTest, WithoutATokenizerThereIsNoText) {

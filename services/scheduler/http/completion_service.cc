@@ -2,8 +2,12 @@
 
 #include <chrono>
 
+#include "common/generation/field_names.h"
+#include "common/tokenizer/canvas_text.h"
 #include "services/scheduler/choices.h"
+#include "services/scheduler/http/field_names.h"
 #include "services/scheduler/http/http_errors.h"
+#include "services/scheduler/http/token_text.h"
 
 namespace unmask::scheduler::http {
 namespace {
@@ -19,8 +23,6 @@ std::int64_t UnixSeconds() {
 Status ShuttingDown(const std::string& job_id) {
   return UnavailableError("the scheduler is shutting down; job " + job_id + " stays queued and can be watched elsewhere");
 }
-
-std::vector<std::int64_t> Ids(const v1::Completed& c) { return {c.ids().begin(), c.ids().end()}; }
 
 json FinishExtension(const v1::Completed& c) {
   return {{"sampler", c.sampler()},
@@ -43,8 +45,8 @@ Status ChoiceFailure(const v1::JobEvent& ev, std::size_t n) {
 class ChunkRenderer {
  public:
   explicit ChunkRenderer(const AcceptedCompletion& a) : a_(a), n_(ChoiceJobIds(a.submitted).size()) {
-    for (std::size_t i = 0; i < n_; ++i)
-      texts_.emplace_back(a.tokenizer, a.token_ids, a.submitted.accepted().params().gen_length(), a.request.stop);
+    outputs_.reserve(n_);
+    for (std::size_t i = 0; i < n_; ++i) outputs_.emplace_back(a.output);
   }
 
   std::vector<std::string> OnEvent(const v1::JobEvent& ev) {
@@ -55,7 +57,8 @@ class ChunkRenderer {
       v1::SubmitResponse submitted;
       submitted.set_job_id(ev.job_id());
       *submitted.mutable_accepted() = ev.accepted();
-      return {SseData(FirstChunk(id, AcceptedExtension(submitted), i))};
+      const ChoiceOutput::Chunk first = outputs_[static_cast<std::size_t>(i)].Begin();
+      return {SseData(FirstChunk(id, AcceptedExtension(submitted), i, first.text, first.logprobs))};
     }
     if (ev.has_queued()) {
       return {SseComment(choice + "queued: position " + std::to_string(ev.queued().position()) + " of " +
@@ -63,10 +66,8 @@ class ChunkRenderer {
     }
     if (ev.has_started()) return {SseComment(choice + "started on " + ev.started().executor())};
     if (ev.has_step()) {
-      const auto& u = ev.step().unmasked();
-      const std::string delta = texts_[static_cast<std::size_t>(i)].OnStep({u.positions().begin(), u.positions().end()},
-                                                                            {u.tokens().begin(), u.tokens().end()});
-      return {SseData(TextDeltaChunk(id, delta, nullptr, StepExtension(ev.step()), i))};
+      const ChoiceOutput::Chunk delta = outputs_[static_cast<std::size_t>(i)].OnStep(ev.step());
+      return {SseData(TextDeltaChunk(id, delta.text, nullptr, StepExtension(ev.step()), i, delta.logprobs))};
     }
     if (ev.has_completed()) return OnCompleted(ev);
     if (ev.has_failed()) {
@@ -83,9 +84,9 @@ class ChunkRenderer {
  private:
   std::vector<std::string> OnCompleted(const v1::JobEvent& ev) {
     const auto& c = ev.completed();
-    const auto f = texts_[static_cast<std::size_t>(ev.index())].Finish(Ids(c), c.finish_reason());
+    const ChoiceOutput::Done f = outputs_[static_cast<std::size_t>(ev.index())].Finish(c);
     std::vector<std::string> out = {
-        SseData(TextDeltaChunk(a_.identity, f.delta, f.finish_reason, FinishExtension(c), ev.index()))};
+        SseData(TextDeltaChunk(a_.identity, f.last.text, f.finish_reason, FinishExtension(c), ev.index(), f.last.logprobs))};
     completion_tokens_ += c.ids_size();
     if (++completed_ < n_) return out;
     if (a_.request.include_usage)
@@ -97,7 +98,7 @@ class ChunkRenderer {
 
   const AcceptedCompletion& a_;
   const std::size_t n_;
-  std::vector<StreamedText> texts_;
+  std::vector<ChoiceOutput> outputs_;
   std::size_t completed_ = 0;
   std::int64_t completion_tokens_ = 0;
   bool ended_ = false, failed_ = false;
@@ -124,14 +125,55 @@ StatusOr<AcceptedCompletion> CompletionService::Accept(const OpenAiRequest& requ
   const std::string& model = request.generate.model();
   UNMASK_RETURN_IF_ERROR(CheckServed(model));
   AcceptedCompletion out;
+  auto tok = catalog_.Tokenizer(model);
+  if (tok.ok()) out.tokenizer = *tok;
+  if (request.echo && request.generate.prompt_case() == v1::GenerateRequest::kIds && !out.tokenizer) {
+    return InvalidFieldError("echo", "the prompt is token ids and model '" + model +
+                                         "' has no tokenizer.json under the scheduler's model roots to decode them "
+                                         "with; send the prompt as text or leave echo out");
+  }
   UNMASK_ASSIGN_OR_RETURN(out.submitted, core_.Accept(request.generate, traceparent, caller, call));
   out.request = request;
   out.identity = MakeIdentity(request.endpoint, out.submitted.job_id(), UnixSeconds(), model);
   auto config = catalog_.Config(model, executors_());
   if (config.ok()) out.token_ids = {config->mask_token_id, config->eos_token_id, config->eot_token_id};
-  auto tok = catalog_.Tokenizer(model);
-  if (tok.ok()) out.tokenizer = *tok;
+  if (Status planned = PlanOutput(out); !planned.ok()) {
+    CancelChoices(out);  // accepted, but its answer could not be written
+    return planned;
+  }
   return out;
+}
+
+Status CompletionService::PlanOutput(AcceptedCompletion& a) {
+  const OpenAiRequest& r = a.request;
+  OutputPlan& plan = a.output;
+  plan.endpoint = r.endpoint;
+  plan.tokenizer = a.tokenizer;
+  plan.token_ids = a.token_ids;
+  plan.gen_length = a.submitted.accepted().params().gen_length();
+  plan.stop = r.stop;
+  plan.logprobs = r.logprobs;
+  const tokenizer::Tokenizer* tok = a.tokenizer.get();
+  if (!r.generate.template_text().empty() && tok) {
+    // The core made the same canvas from the same text (and refused a bad one, naming the field).
+    auto canvas = tokenizer::EncodeCanvas(*tok, "", r.generate.template_text());
+    if (!canvas.ok()) return generation::RenameField(canvas.status(), OpenAiFieldName(canvas.status().field()));
+    plan.region = std::move(canvas->region);
+  }
+  plan.echo = r.echo;
+  if (!r.echo) return OkStatus();
+  if (r.generate.prompt_case() == v1::GenerateRequest::kIds) {
+    plan.echo_ids.assign(r.generate.ids().ids().begin(), r.generate.ids().ids().end());
+    plan.echo_text = DecodeIds(tok, plan.echo_ids, /*skip_special_tokens=*/false);
+  } else {
+    plan.echo_text = r.generate.text();
+    if (tok && plan.logprobs >= 0) {  // the prompt's tokens, as the core encoded them
+      auto ids = tok->Encode(plan.echo_text, /*parse_special_tokens=*/true);
+      if (ids.ok()) plan.echo_ids.assign(ids->begin(), ids->end());
+    }
+  }
+  if (plan.logprobs < 0) plan.echo_ids.clear();
+  return OkStatus();
 }
 
 StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
@@ -168,9 +210,8 @@ StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
   json per_choice = json::array();
   std::int64_t completion_tokens = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    StreamedText text(a.tokenizer, a.token_ids, a.submitted.accepted().params().gen_length(), a.request.stop);
-    const auto final_text = text.Finish(Ids(done[i]), done[i].finish_reason());
-    choices.push_back({final_text.text, final_text.finish_reason});
+    const ChoiceOutput::Done output = ChoiceOutput(a.output).Finish(done[i]);
+    choices.push_back({output.text, output.finish_reason, output.logprobs});
     completion_tokens += done[i].ids_size();
     json choice = {{"index", i}, {"job_id", job_ids[i]}, {"seed", seeds[i]}};
     choice.update(FinishExtension(done[i]));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "services/scheduler/http/choice_output.h"
 #include "services/scheduler/http/openai_render.h"
 #include "services/scheduler/http/openai_request.h"
 #include "services/scheduler/http/streamed_text.h"
@@ -25,6 +26,7 @@ struct AcceptedCompletion {
   CompletionIdentity identity;
   TokenIds token_ids;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null: the model has no tokenizer.json
+  OutputPlan output;  // what every choice's output holds: echo, a template's text, logprobs
 };
 
 class CompletionService {
@@ -40,8 +42,9 @@ class CompletionService {
   StatusOr<const auth::ApiKey*> Authenticate(const std::string& authorization) { return core_.Authenticate(authorization); }
 
   // NotFound for a model no executor serves and no model root holds; Unavailable for one that
-  // is known but that no healthy executor serves now; then the core's Accept (`call.client`:
-  // the remote address, for --max-queued-jobs-per-client).
+  // is known but that no healthy executor serves now; InvalidArgument naming `echo` for echo of
+  // a prompt of token ids with no tokenizer to decode them; then the core's Accept
+  // (`call.client`: the remote address, for --max-queued-jobs-per-client).
   StatusOr<AcceptedCompletion> Accept(const OpenAiRequest& request, const std::string& traceparent,
                                       const auth::ApiKey* caller = nullptr, const CallInfo& call = {});
 
@@ -50,8 +53,10 @@ class CompletionService {
   StatusOr<nlohmann::json> Complete(const AcceptedCompletion& accepted);
 
   // Streams the job as Server-Sent Events through `write` (one event per call): a first chunk
-  // with the role and the acceptance, one chunk per diffusion step (newly final text plus the
-  // step), the last chunk with the finish reason, the usage chunk if asked, "data: [DONE]". A
+  // with the role and the acceptance (and what is final before any step: completions' echoed
+  // prompt, a template's text up to its first hole), one chunk per diffusion step (newly final
+  // text plus the step; with logprobs, those of the tokens that text completes), the last chunk
+  // with the finish reason, the usage chunk if asked, "data: [DONE]". A
   // failed job sends an error object instead. While nothing else is sent (queued), a comment
   // goes out every `keepalive`; when `write` fails (the client went away) the job is cancelled.
   // With n > 1 every choice streams its own chunks (with its index), the last chunk of each
@@ -70,6 +75,8 @@ class CompletionService {
 
  private:
   Status CheckServed(const std::string& model);
+  // The output plan of an accepted request (its template's tokens, the prompt to echo).
+  Status PlanOutput(AcceptedCompletion& accepted);
   void CancelChoices(const AcceptedCompletion& accepted);
 
   SchedulerCore& core_;

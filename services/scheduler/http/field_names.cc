@@ -17,6 +17,7 @@ constexpr std::pair<const char*, const char*> kNames[] = {
     {"ids", "prompt"},                    // a prompt of token ids
     {"chat.messages", "messages"},
     {"chat", "messages"},
+    {"template_text", "template"},        // unmask's template with holes
 };
 
 bool Continues(const std::string& name, std::size_t at) {

@@ -1,6 +1,7 @@
 #include "services/scheduler/http/http_errors.h"
 
 #include "common/auth/api_keys.h"
+#include "common/generation/field_names.h"
 #include "services/scheduler/http/field_names.h"
 #include "services/scheduler/request_limits.h"
 #include "services/scheduler/scheduler_core.h"
@@ -22,8 +23,10 @@ nlohmann::json OpenAiErrorBody(const std::string& message, const std::string& ty
 }
 
 HttpError ToHttpError(const Status& status) {
-  const std::string& m = status.message();
   const nlohmann::json param = ParamFromField(status);
+  // A message led by the field's gRPC name ("params.gen_length: ...") leads with the HTTP name.
+  const std::string m =
+      param.is_string() ? generation::RenameField(status, param.get<std::string>()).message() : status.message();
   HttpError e;
   switch (status.code()) {
     case StatusCode::kInvalidArgument:

@@ -11,7 +11,8 @@
 //   UNAVAILABLE 503, DEADLINE_EXCEEDED 504, UNIMPLEMENTED 501, anything else 500
 //
 // `param` is the status's detail field in the HTTP API's names (field_names.h), null when the
-// status names no field. No message text is parsed.
+// status names no field; a message that begins with that field's gRPC name ("params.gen_length:
+// ...") begins with the HTTP name instead ("max_tokens: ..."). No other message text is parsed.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -4,6 +4,7 @@
 
 #include "services/scheduler/http/bounded_task_queue.h"
 #include "services/scheduler/http/http_errors.h"
+#include "services/scheduler/http/logprobs_render.h"
 #include "services/scheduler/http/tls_context.h"
 #include "services/scheduler/scheduler_core.h"
 
@@ -16,7 +17,7 @@ constexpr char kJson[] = "application/json";
 
 void SendJson(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), kJson);
+  res.set_content(DumpJson(body), kJson);
 }
 
 void SendError(httplib::Response& res, const Status& status) {

@@ -1,6 +1,7 @@
 #include "services/scheduler/http/openai_render.h"
 
 #include "services/scheduler/http/field_names.h"
+#include "services/scheduler/http/logprobs_render.h"
 
 namespace unmask::scheduler::http {
 namespace {
@@ -99,7 +100,7 @@ json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceTe
   json out = Base(id, /*chunk=*/false);
   out["choices"] = json::array();
   for (std::size_t i = 0; i < choices.size(); ++i) {
-    json choice = {{"index", i}, {"finish_reason", choices[i].finish_reason}, {"logprobs", nullptr}};
+    json choice = {{"index", i}, {"finish_reason", choices[i].finish_reason}, {"logprobs", choices[i].logprobs}};
     if (id.endpoint == Endpoint::kChatCompletions) {
       choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
     } else {
@@ -118,32 +119,34 @@ json CompletionResponse(const CompletionIdentity& id, const std::string& text, c
 }
 
 json ChatChunk(const CompletionIdentity& id, const json& delta, const json& finish_reason, const json& extension,
-               int index) {
+               int index, const json& logprobs) {
   json out = Base(id, /*chunk=*/true);
   out["choices"] =
-      json::array({{{"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+      json::array({{{"index", index}, {"delta", delta}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}});
   if (!extension.is_null()) out["unmask"] = extension;
   return out;
 }
 
 json TextChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason, const json& extension,
-               int index) {
+               int index, const json& logprobs) {
   json out = Base(id, /*chunk=*/true);
   out["choices"] =
-      json::array({{{"index", index}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+      json::array({{{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason}}});
   if (!extension.is_null()) out["unmask"] = extension;
   return out;
 }
 
 json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const json& finish_reason,
-                    const json& extension, int index) {
-  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, text, finish_reason, extension, index);
-  return ChatChunk(id, text.empty() ? json::object() : json{{"content", text}}, finish_reason, extension, index);
+                    const json& extension, int index, const json& logprobs) {
+  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, text, finish_reason, extension, index, logprobs);
+  return ChatChunk(id, text.empty() ? json::object() : json{{"content", text}}, finish_reason, extension, index,
+                   logprobs);
 }
 
-json FirstChunk(const CompletionIdentity& id, const json& extension, int index) {
-  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, "", nullptr, extension, index);
-  return ChatChunk(id, {{"role", "assistant"}, {"content", ""}}, nullptr, extension, index);
+json FirstChunk(const CompletionIdentity& id, const json& extension, int index, const std::string& text,
+                const json& logprobs) {
+  if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, text, nullptr, extension, index, logprobs);
+  return ChatChunk(id, {{"role", "assistant"}, {"content", text}}, nullptr, extension, index, logprobs);
 }
 
 json UsageChunk(const CompletionIdentity& id, const json& usage) {
@@ -176,7 +179,7 @@ json ModelList(const v1::ListServedModelsResponse& models) {
 }
 
 std::string SseData(const json& payload) {
-  return "data: " + payload.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+  return "data: " + DumpJson(payload) + "\n\n";
 }
 
 std::string SseComment(const std::string& text) {

@@ -32,10 +32,11 @@ nlohmann::json AcceptedExtension(const v1::SubmitResponse& submitted);
 std::string ClampedHeader(const v1::Accepted& accepted);
 
 // The whole response of a non-streamed request: one choice, or (n > 1) `choices` as indexes
-// 0..n-1.
+// 0..n-1. `logprobs` is the choice's (choice_output.h), null when none were asked.
 struct ChoiceText {
   std::string text;
   std::string finish_reason;
+  nlohmann::json logprobs = nullptr;
 };
 nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceText>& choices,
                                   const nlohmann::json& usage, const nlohmann::json& extension);
@@ -44,16 +45,20 @@ nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::strin
 
 // One stream chunk of choice `index`. Chat: `delta` is the delta object ({"role": "assistant",
 // "content": ""} on the first chunk, {"content": "..."} or {} after); completions: `text`.
-// `finish_reason` null until the choice's last chunk; `extension` null for none.
+// `finish_reason` null until the choice's last chunk; `extension` null for none; `logprobs` those
+// of the tokens whose text the chunk adds (null for none).
 nlohmann::json ChatChunk(const CompletionIdentity& id, const nlohmann::json& delta, const nlohmann::json& finish_reason,
-                         const nlohmann::json& extension, int index = 0);
+                         const nlohmann::json& extension, int index = 0, const nlohmann::json& logprobs = nullptr);
 nlohmann::json TextChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
-                         const nlohmann::json& extension, int index = 0);
+                         const nlohmann::json& extension, int index = 0, const nlohmann::json& logprobs = nullptr);
 // A chunk of either kind carrying new text (chat: {"content": text}, or {} when text is empty).
 nlohmann::json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
-                              const nlohmann::json& extension, int index = 0);
+                              const nlohmann::json& extension, int index = 0, const nlohmann::json& logprobs = nullptr);
 // The first chunk of choice `index` (chat: the assistant's role; completions: no text yet).
-nlohmann::json FirstChunk(const CompletionIdentity& id, const nlohmann::json& extension, int index = 0);
+// `text`: what is final before any step (completions' echoed prompt, a template's text before
+// its first hole), with its `logprobs`.
+nlohmann::json FirstChunk(const CompletionIdentity& id, const nlohmann::json& extension, int index = 0,
+                          const std::string& text = "", const nlohmann::json& logprobs = nullptr);
 // The last chunk of stream_options.include_usage: no choices, the usage.
 nlohmann::json UsageChunk(const CompletionIdentity& id, const nlohmann::json& usage);
 
@@ -63,7 +68,7 @@ nlohmann::json StepExtension(const v1::StepEvent& step);
 // GET /v1/models.
 nlohmann::json ModelList(const v1::ListServedModelsResponse& models);
 
-// Server-Sent Events framing.
+// Server-Sent Events framing (the payload written by DumpJson, logprobs_render.h).
 std::string SseData(const nlohmann::json& payload);
 inline constexpr char kSseDone[] = "data: [DONE]\n\n";
 std::string SseComment(const std::string& text);

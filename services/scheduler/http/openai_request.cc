@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/generation/field_names.h"
+#include "common/generation/params.h"
 #include "common/generation/params_proto.h"
 #include "common/generation/sampler_mode.h"
 #include "services/scheduler/http/field_names.h"
@@ -65,14 +66,17 @@ bool HasType(const json& object, const char* type) {
   return it != object.end() && it->is_string() && it->get_ref<const std::string&>() == type;
 }
 
+// Whether a value asks for something (false, 0, "", [] and {} do not).
+bool Truthy(const json& v) {
+  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
+  return (v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0) ||
+         ((v.is_array() || v.is_object()) && !v.empty());
+}
+
 // Fields of the OpenAI API that unmask cannot honour: refused by name instead of ignored.
 Status RefuseUnsupported(const json& body) {
-  auto truthy = [](const json& v) {
-    return (v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0) ||
-           ((v.is_array() || v.is_object() || v.is_string()) && !v.empty());
-  };
-  for (const char* key : {"logprobs", "top_logprobs", "echo", "tools", "functions", "tool_choice", "function_call",
-                          "logit_bias", "suffix"}) {
+  const auto truthy = Truthy;
+  for (const char* key : {"tools", "functions", "tool_choice", "function_call", "logit_bias"}) {
     if (const json* v = Field(body, key); v && truthy(*v)) return Bad(key, "is not supported by unmask", *v);
   }
   if (const json* v = Field(body, "best_of"); v && !(v->is_number_integer() && v->get<std::int64_t>() == 1))
@@ -259,6 +263,62 @@ Status ParseDreamFields(const json& body, v1::GenerationParams& p) {
   return OkStatus();
 }
 
+// Chat's logprobs (a boolean) and top_logprobs (0..20, only with logprobs true); completions'
+// logprobs (0..20 alternatives; top_logprobs is chat's).
+Status ParseLogprobs(const json& body, Endpoint endpoint, OpenAiRequest& out) {
+  const json* logprobs = Field(body, "logprobs");
+  const json* top = Field(body, "top_logprobs");
+  const std::string range = "[0, " + std::to_string(generation::kMaxLogprobs) + "]";
+  if (endpoint == Endpoint::kCompletions) {
+    if (top) return Bad("top_logprobs", "is a /v1/chat/completions field; /v1/completions takes logprobs: an integer in " + range, *top);
+    if (logprobs) {
+      UNMASK_ASSIGN_OR_RETURN(std::int64_t k, Integer(*logprobs, "logprobs", 0, generation::kMaxLogprobs));
+      out.logprobs = static_cast<std::int32_t>(k);
+    }
+    return OkStatus();
+  }
+  if (logprobs && !logprobs->is_boolean())
+    return Bad("logprobs", "must be true or false (top_logprobs, an integer in " + range + ", says how many alternatives)", *logprobs);
+  const bool wanted = logprobs && logprobs->get<bool>();
+  std::int64_t k = 0;
+  if (top) {
+    UNMASK_ASSIGN_OR_RETURN(k, Integer(*top, "top_logprobs", 0, generation::kMaxLogprobs));
+    if (!wanted) return Bad("top_logprobs", "requires logprobs: true", *top);
+  }
+  if (wanted) out.logprobs = static_cast<std::int32_t>(k);
+  return OkStatus();
+}
+
+// suffix and echo (completions), template (both), logprobs: what the output holds.
+Status ParseOutputFields(const json& body, Endpoint endpoint, OpenAiRequest& out) {
+  const bool chat = endpoint == Endpoint::kChatCompletions;
+  if (const json* v = Field(body, "suffix")) {
+    if (chat) {
+      if (Truthy(*v))
+        return Bad("suffix", "is not supported on /v1/chat/completions (infilling is /v1/completions' suffix; a chat "
+                             "answer with fixed text is unmask's template field)", *v);
+    } else {
+      UNMASK_ASSIGN_OR_RETURN(std::string suffix, String(*v, "suffix", kMaxPromptBytes, /*allow_empty=*/true));
+      out.generate.set_suffix(std::move(suffix));
+    }
+  }
+  if (const json* v = Field(body, "echo")) {
+    if (chat) {
+      if (Truthy(*v)) return Bad("echo", "is not supported on /v1/chat/completions (only /v1/completions echoes its prompt)", *v);
+    } else {
+      if (!v->is_boolean()) return Bad("echo", "must be true or false", *v);
+      out.echo = v->get<bool>();
+    }
+  }
+  if (const json* v = Field(body, "template")) {
+    UNMASK_ASSIGN_OR_RETURN(std::string text, String(*v, "template", kMaxPromptBytes));
+    out.generate.set_template_text(std::move(text));
+  }
+  UNMASK_RETURN_IF_ERROR(ParseLogprobs(body, endpoint, out));
+  if (out.logprobs >= 0) out.generate.mutable_params()->set_logprobs(out.logprobs);
+  return OkStatus();
+}
+
 Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest& out) {
   v1::GenerationParams& p = *out.generate.mutable_params();
   p.set_stop_at_eos(true);  // the OpenAI text ends at EOS / EOT
@@ -306,6 +366,9 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
   }
   UNMASK_RETURN_IF_ERROR(ParseSamplerFields(body, p));
   UNMASK_RETURN_IF_ERROR(ParseDreamFields(body, p));
+  // A template's length is its gen_length: without max_tokens the core judges the lengths once it
+  // has counted the template's tokens.
+  if (!out.generate.template_text().empty() && !p.has_gen_length()) return OkStatus();
   return CheckParams(*out.generate.mutable_params());
 }
 
@@ -333,8 +396,11 @@ StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const json& body) 
     if (choices > 1) out.generate.set_n(static_cast<int>(choices));
   }
   UNMASK_RETURN_IF_ERROR(RefuseUnsupported(body));
+  UNMASK_RETURN_IF_ERROR(ParseOutputFields(body, endpoint, out));
   UNMASK_RETURN_IF_ERROR(ParseGenerationFields(body, endpoint, out));
   UNMASK_RETURN_IF_ERROR(ParseStop(body, out));
+  if (!out.stop.empty() && !out.generate.template_text().empty())
+    return Bad("stop", "cannot be used with template (the template's own text decides where the answer ends)", body["stop"]);
   if (const json* v = Field(body, "user")) {
     UNMASK_ASSIGN_OR_RETURN(out.user, String(*v, "user", kMaxUserBytes, /*allow_empty=*/true));
   }

@@ -11,12 +11,23 @@
 // `early_stop` (a boolean; absent or null = the default, on for the fast samplers), llada2's and
 // llada21's `top_p`, `top_k`, `minimal_topk` and `eos_early_stop` (top_p 1 is accepted
 // everywhere), llada21's `editing_threshold`, `max_post_steps`, `num_to_transfer`, `deadline_seconds`
-// (from acceptance; a job still queued then expires, a running one is stopped: 504). Fields the API has
-// but unmask cannot honour (`logprobs`, `echo`, `best_of` > 1, `tools`, ...) are refused by name;
-// other unknown fields are ignored, as OpenAI-compatible servers do.
+// (from acceptance; a job still queued then expires, a running one is stopped: 504).
+//
+// What the output holds (choice_output.h): completions' `suffix` (a string: infilling, the text
+// is the gap's) and `echo` (a boolean: the prompt first), `logprobs` (completions: an integer
+// 0..20, the alternatives per token; chat: a boolean, with `top_logprobs` 0..20 only when it is
+// true, OpenAI's rule) -> params.logprobs, and unmask's `template` (a string with "<hole:N>"
+// markers, both endpoints: the answer is the template filled; for completions the prompt is the
+// context before it, for chat it is the assistant's answer). The holes are checked by the
+// scheduler core (its errors name template_text, `template` here). `suffix` and `echo` on chat,
+// `top_logprobs` on completions and `stop` with a template are refused by name.
+//
+// Fields the API has but unmask cannot honour (`best_of` > 1, `tools`, ...) are refused by
+// name; other unknown fields are ignored, as OpenAI-compatible servers do.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +50,8 @@ struct OpenAiRequest {
   bool include_usage = false;     // stream_options.include_usage: a last chunk with usage
   std::vector<std::string> stop;  // the output is cut at the first of these
   std::string user;
+  bool echo = false;              // completions: the prompt, then the completion
+  std::int32_t logprobs = -1;     // -1: none; k: each token's logprob and k alternatives (params.logprobs)
 };
 
 // The body as JSON: InvalidArgument when it is not a JSON object.

@@ -1,0 +1,219 @@
+// One choice's output with the committed model's real tokenizer (issue 31): completions' echo,
+// a template's fixed text, and logprobs in both endpoints' shapes, whole and streamed, the
+// streamed chunks carrying exactly the tokens of their text.
+#include "services/scheduler/http/choice_output.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace unmask::scheduler::http {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kMask = 2, kEos = 0, kEot = 5;  // models/unmask-kjv/config.json
+
+std::shared_ptr<const tokenizer::Tokenizer> Kjv() {
+  static std::shared_ptr<const tokenizer::Tokenizer> tok = [] {
+    auto t = tokenizer::Tokenizer::FromFile(std::string(UNMASK_MODELS_DIR) + "/unmask-kjv/tokenizer.json");
+    if (!t.ok()) throw std::runtime_error(t.status().ToString());
+    return std::shared_ptr<const tokenizer::Tokenizer>(std::move(*t));
+  }();
+  return tok;
+}
+
+std::vector<std::int64_t> Encode(const std::string& text) {
+  auto ids = Kjv()->Encode(text, /*parse_special_tokens=*/false);
+  EXPECT_TRUE(ids.ok());
+  return {ids->begin(), ids->end()};
+}
+
+// A made-up log-probability of token `id` at `position`, with k alternatives, the chosen token
+// first (most likely) when `chosen_first`.
+v1::TokenLogprob Logprob(std::int64_t position, std::int64_t id, int k) {
+  v1::TokenLogprob lp;
+  lp.set_position(position);
+  lp.set_token(id);
+  lp.set_logprob(-0.1 * static_cast<double>(position + 1));
+  for (int j = 0; j < k; ++j) {
+    auto* top = lp.add_top();
+    top->set_token(j == 0 ? id : 100 + j);
+    top->set_logprob(j == 0 ? lp.logprob() : lp.logprob() - j);
+  }
+  return lp;
+}
+
+OutputPlan Plan(Endpoint endpoint, std::int64_t gen_length, int logprobs) {
+  OutputPlan plan;
+  plan.endpoint = endpoint;
+  plan.tokenizer = Kjv();
+  plan.token_ids = {kMask, kEos, kEot};
+  plan.gen_length = gen_length;
+  plan.logprobs = logprobs;
+  return plan;
+}
+
+v1::Completed Completed(const std::vector<std::int64_t>& ids, const std::vector<bool>& generated, int k) {
+  v1::Completed c;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    c.add_ids(ids[i]);
+    if (generated.empty() || generated[i]) *c.add_logprobs() = Logprob(static_cast<std::int64_t>(i), ids[i], k);
+  }
+  c.set_finish_reason("length");
+  return c;
+}
+
+// Appends one completions logprobs object to another (the chunks of a stream, joined).
+void Append(json& into, const json& chunk) {
+  if (chunk.is_null()) return;
+  if (into.is_null()) into = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()}, {"text_offset", json::array()}};
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+    for (const auto& v : chunk[key]) into[key].push_back(v);
+}
+
+TEST(ChoiceOutputTest, CompletionsEchoComesFirstWithNullLogprobsAndTrueOffsets) {
+  const std::string prompt = "And God said", completion = " Let there be light";
+  const auto gen = Encode(completion);
+  OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(gen.size()), 2);
+  plan.echo = true;
+  plan.echo_text = prompt;
+  plan.echo_ids = Encode(prompt);
+  const auto done = ChoiceOutput(plan).Finish(Completed(gen, {}, 2));
+  EXPECT_EQ(done.text, prompt + completion);
+  const json& lp = done.logprobs;
+  ASSERT_EQ(lp["tokens"].size(), plan.echo_ids.size() + gen.size()) << lp.dump();
+  for (std::size_t i = 0; i < lp["tokens"].size(); ++i) {
+    const std::string token = lp["tokens"][i];
+    const std::size_t offset = lp["text_offset"][i];
+    EXPECT_EQ(done.text.compare(offset, token.size(), token), 0) << i << ": '" << token << "' at " << offset;
+    if (i < plan.echo_ids.size()) {
+      EXPECT_TRUE(lp["token_logprobs"][i].is_null()) << "a diffusion model gives no logprob for its prompt";
+      EXPECT_TRUE(lp["top_logprobs"][i].is_null());
+      continue;
+    }
+    const std::size_t position = i - plan.echo_ids.size();
+    EXPECT_DOUBLE_EQ(lp["token_logprobs"][i].get<double>(), -0.1 * static_cast<double>(position + 1));
+    ASSERT_EQ(lp["top_logprobs"][i].size(), 2u);
+    EXPECT_DOUBLE_EQ(lp["top_logprobs"][i][token].get<double>(), lp["token_logprobs"][i].get<double>());
+  }
+}
+
+TEST(ChoiceOutputTest, StreamedChunksCarryTheLogprobsOfExactlyTheirText) {
+  const std::string prompt = "In the beginning", completion = " God created the heaven and the earth.";
+  const auto gen = Encode(completion);
+  OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(gen.size()), 3);
+  plan.echo = true;
+  plan.echo_text = prompt;
+  plan.echo_ids = Encode(prompt);
+  const auto whole = ChoiceOutput(plan).Finish(Completed(gen, {}, 3));
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 8; ++trial) {
+    ChoiceOutput out(plan);
+    const auto first = out.Begin();
+    EXPECT_EQ(first.text, prompt);
+    std::string text = first.text;
+    json joined;
+    Append(joined, first.logprobs);
+    std::vector<std::size_t> order(gen.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t pos : order) {
+      v1::StepEvent step;
+      step.mutable_unmasked()->add_positions(static_cast<std::int64_t>(pos));
+      step.mutable_unmasked()->add_tokens(gen[pos]);
+      *step.add_logprobs() = Logprob(static_cast<std::int64_t>(pos), gen[pos], 3);
+      const auto chunk = out.OnStep(step);
+      std::string tokens;
+      if (!chunk.logprobs.is_null()) {
+        for (const auto& t : chunk.logprobs["tokens"]) tokens += t.get<std::string>();
+      }
+      EXPECT_EQ(tokens, chunk.text) << "a chunk's logprobs are those of the tokens of its text";
+      text += chunk.text;
+      Append(joined, chunk.logprobs);
+    }
+    const auto done = out.Finish(Completed(gen, {}, 3));
+    text += done.last.text;
+    Append(joined, done.last.logprobs);
+    EXPECT_EQ(text, whole.text);
+    EXPECT_EQ(joined, whole.logprobs) << "streamed: the same tokens, logprobs and offsets as the whole response";
+  }
+}
+
+TEST(ChoiceOutputTest, ATemplatesFixedTokensHaveNullLogprobsInChat) {
+  const auto head = Encode("Verily"), fill = Encode(", I say"), tail = Encode(" unto thee.");
+  std::vector<std::int64_t> region = head, filled = head;
+  std::vector<bool> generated(head.size(), false);
+  for (auto id : fill) {
+    region.push_back(kHoleId);
+    filled.push_back(id);
+    generated.push_back(true);
+  }
+  region.insert(region.end(), tail.begin(), tail.end());
+  filled.insert(filled.end(), tail.begin(), tail.end());
+  generated.resize(filled.size(), false);
+  OutputPlan plan = Plan(Endpoint::kChatCompletions, static_cast<std::int64_t>(region.size()), 1);
+  plan.region = region;
+
+  ChoiceOutput out(plan);
+  const auto first = out.Begin();
+  EXPECT_EQ(first.text, "Verily");
+  ASSERT_FALSE(first.logprobs.is_null());
+  ASSERT_EQ(first.logprobs["content"].size(), head.size());
+  EXPECT_TRUE(first.logprobs["content"][0]["logprob"].is_null());
+
+  const auto done = out.Finish(Completed(filled, generated, 1));
+  EXPECT_EQ(done.text, "Verily, I say unto thee.");
+  EXPECT_EQ(done.finish_reason, "stop");
+  const json& content = done.logprobs["content"];
+  ASSERT_EQ(content.size(), filled.size());
+  std::string joined;
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    const std::string token = content[i]["token"];
+    joined += token;
+    std::vector<int> bytes(token.begin(), token.end());
+    for (auto& b : bytes) b &= 0xFF;
+    EXPECT_EQ(content[i]["bytes"], json(bytes));
+    if (generated[i]) {
+      EXPECT_DOUBLE_EQ(content[i]["logprob"].get<double>(), -0.1 * static_cast<double>(i + 1));
+      ASSERT_EQ(content[i]["top_logprobs"].size(), 1u);
+      EXPECT_EQ(content[i]["top_logprobs"][0]["token"], token);
+    } else {
+      EXPECT_TRUE(content[i]["logprob"].is_null()) << "fixed token " << i;
+      EXPECT_EQ(content[i]["top_logprobs"], json::array());
+    }
+  }
+  EXPECT_EQ(joined, done.text);
+}
+
+TEST(ChoiceOutputTest, WithoutLogprobsThereAreNone) {
+  const auto gen = Encode(" Amen.");
+  OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(gen.size()), -1);
+  ChoiceOutput out(plan);
+  EXPECT_TRUE(out.Begin().logprobs.is_null());
+  v1::StepEvent step;
+  step.mutable_unmasked()->add_positions(0);
+  step.mutable_unmasked()->add_tokens(gen[0]);
+  EXPECT_TRUE(out.OnStep(step).logprobs.is_null());
+  const auto done = out.Finish(Completed(gen, {}, 0));
+  EXPECT_EQ(done.text, " Amen.");
+  EXPECT_TRUE(done.logprobs.is_null());
+  EXPECT_TRUE(done.last.logprobs.is_null());
+}
+
+TEST(ChoiceOutputTest, TheEosThatEndsTheTextIsNotAToken) {
+  auto ids = Encode(" Amen.");
+  const std::size_t words = ids.size();
+  OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(words + 2), 0);
+  v1::Completed c = Completed(ids, {}, 0);  // the executor cut the ids at the EOS
+  c.set_finish_reason("eos");
+  const auto done = ChoiceOutput(plan).Finish(c);
+  EXPECT_EQ(done.finish_reason, "stop");
+  EXPECT_EQ(done.logprobs["tokens"].size(), words);
+  for (const auto& top : done.logprobs["top_logprobs"]) EXPECT_EQ(top, json::object()) << "logprobs 0: no alternatives";
+}
+
+}  // namespace
+}  // namespace unmask::scheduler::http
