@@ -65,6 +65,7 @@ RequestShape ShapeOf(const GenerationRequest& r) {
   s.temperature = r.params.temperature;
   s.cfg_scale = r.params.cfg_scale;
   s.attention_query_chunk = r.params.attention_query_chunk;
+  s.logprobs = r.params.logprobs >= 0;
   generation::CacheKind cache;
   generation::DecodeRule rule;
   s.float64_confidence = generation::FastModeOf(r.params.sampler, &cache, &rule) &&

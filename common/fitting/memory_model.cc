@@ -228,7 +228,11 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
                              Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0,
                                   f64_confidence ? Mul({row_logits, 2 * kF64}) : 0})};
   const u64 noise_phase = sample.noise, softmax_phase = sample.softmax;
-  e.logits = std::max({head, cfg_phase, noise_phase, softmax_phase});
+  // Logprobs: the candidates' rows (the block's; Dream's masked rows) in float32 and their
+  // log-softmax, while the step's logits are alive (step_logprobs.cc).
+  const u64 candidates = Mul({batch, dream ? rows : std::min(rows, block), vocab});
+  const u64 logprobs_phase = shape.logprobs ? Add({Mul({row_logits, s}), Mul({2, candidates, kF32})}) : 0;
+  e.logits = std::max({head, cfg_phase, noise_phase, softmax_phase, logprobs_phase});
 
   auto phase = [&](const char* name, u64 bytes) { e.phases.push_back({name, Add({bytes, e.kv_cache})}); };
   phase("rotary", f.rotary);
@@ -238,6 +242,7 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   if (cfg) phase("cfg", cfg_phase);
   if (noise) phase("noise", noise_phase);
   phase("softmax", softmax_phase);
+  if (shape.logprobs) phase("logprobs", logprobs_phase);
   for (const auto& p : e.phases) {
     if (p.bytes > e.peak) {
       e.peak = p.bytes;

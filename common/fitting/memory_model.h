@@ -81,6 +81,9 @@ struct RequestShape {
   // The confidences' softmax runs in float64 (block_logits with a threshold or factor rule; the
   // cache modes always do): ShapeOf sets it from the mode.
   bool float64_confidence = false;
+  // Log-probabilities asked (GenerationParams::logprobs >= 0): the step's candidate rows are also
+  // taken through a float32 log-softmax (phase "logprobs"). ShapeOf sets it.
+  bool logprobs = false;
   // Given by the caller: the weight segment (WeightBytes, or the manifest's segment_bytes) and
   // the scratch a quantized model dequantizes into (DequantScratchBytes). Both are per device /
   // per process, not per request: they are reported apart from `peak`.

@@ -104,6 +104,29 @@ TEST(MemoryModel, FastModesComputeLogitsForTheBlockOnly) {
   }
 }
 
+TEST(MemoryModel, LogprobsAddAPhaseOverTheCandidateRowsOnly) {
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  for (SamplerKind kind : kKinds) {
+    RequestShape plain = Shape(32, 256, 32, kind);
+    RequestShape asked = plain;
+    asked.logprobs = true;
+    const MemoryEstimate a = EstimateRequest(config, plain), b = EstimateRequest(config, asked);
+    auto phase = [](const MemoryEstimate& e, const std::string& name) -> std::uint64_t {
+      for (const auto& p : e.phases)
+        if (p.name == name) return p.bytes;
+      return 0;
+    };
+    EXPECT_EQ(phase(a, "logprobs"), 0u);
+    ASSERT_GT(phase(b, "logprobs"), 0u);
+    EXPECT_GE(b.peak, a.peak);
+    // The block's 32 candidate rows in float32, twice (the copy and its log-softmax), over the
+    // step's logits, whatever rows the mode's head computes.
+    const std::uint64_t candidates = 2ull * 32 * static_cast<std::uint64_t>(config.embedding_size) * 4;
+    EXPECT_GE(phase(b, "logprobs") - b.kv_cache, candidates) << SamplerKindName(kind);
+    EXPECT_EQ(b.activations, a.activations);
+  }
+}
+
 TEST(MemoryModel, TemperatureAddsFloat64NoiseOverTheLogitsRows) {
   const LladaConfig config = testing::SmallConfigWithLladaVocab();
   RequestShape greedy = Shape(16, 48, 48);
