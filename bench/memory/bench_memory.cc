@@ -122,7 +122,7 @@ bool Measure(const std::string& dir, const Case& c, const fitting::MemoryEstimat
   auto deviation = [](double ratio) { return std::max(ratio, 1.0 / ratio); };
   const int steps_run = c.steps_run == 0 ? a.steps_run : c.steps_run;
   for (long threshold : a.second() ? std::vector<long>{0, a.mmap_threshold} : std::vector<long>{0}) {
-    const auto r = bench::memory::RunInChild(dir, c.request, steps_run, threshold);
+    const auto r = bench::memory::RunInChild(dir, c.request, c.suffix, steps_run, threshold);
     if (r.contains("error")) {
       std::cerr << Label(c) << ": " << r["error"] << "\n";
       return false;

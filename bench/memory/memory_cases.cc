@@ -58,6 +58,11 @@ void AddDense(std::vector<Case>& out, bool quick) {
   b.Add(SamplerMode::kDualCache, 4, 1, 1024, 64, "long prompt");
   b.Add(SamplerMode::kDualCache, 4, 1, 1024, 64, "long prompt, chunk 128", 0, 0, 128);
   b.Add(SamplerMode::kDualCache, 2, 2, 2048, 64, "long prompt");
+  // Infilling (the scheduler counts the suffix with the prompt) and logprobs.
+  for (SamplerMode sampler : {SamplerMode::kReference, SamplerMode::kDualCache}) {
+    b.Add(sampler, 4, 1, 32 + 96, 64, "infill: prompt 32 + suffix 96").suffix = 96;
+    b.Add(sampler, 4, 1, 32, 128, "logprobs 5").request.params.logprobs = 5;
+  }
 }
 
 // The grid, then long prompts with chunked attention: there the routed experts' rows (top-8

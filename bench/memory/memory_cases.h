@@ -30,6 +30,9 @@ struct Case {
   // Steps run before the generation is stopped: 0 = --steps-run; -1 = all of them (LLaDA2's
   // window grows block by block, so its peak is in the last block's first step).
   int steps_run = 0;
+  // Of request.prompt_length (what the clamp sees), this many tokens are an infilling suffix after
+  // the generated region (PromptBatch::canvas.suffix) rather than prompt.
+  std::int64_t suffix = 0;
 };
 
 std::vector<Case> Cases(bool quick);

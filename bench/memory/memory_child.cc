@@ -65,7 +65,7 @@ generation::GenerationParams ParamsOf(const fitting::GenerationRequest& r, std::
   return p;
 }
 
-nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& r, int steps_run,
+nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& r, std::int64_t suffix, int steps_run,
                       long mmap_threshold) {
   // A fixed threshold turns off glibc's dynamic one, under which freed blocks of up to 32 MiB
   // stay in the heap (resident) after their tensors are gone.
@@ -90,7 +90,8 @@ nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& 
   const std::uint64_t baseline = CurrentRssBytes();
 
   sampler::PromptBatch prompts;
-  prompts.ids = Prompts(r.batch, r.prompt_length);
+  prompts.ids = Prompts(r.batch, r.prompt_length - suffix);
+  if (suffix > 0) prompts.canvas.suffix = Prompts(1, suffix)[0];
   const generation::GenerationParams p = ParamsOf(r, (*m)->config().mask_token_id);
   int seen = 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -106,14 +107,14 @@ nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& 
 
 }  // namespace
 
-nlohmann::json RunInChild(const std::string& dir, const fitting::GenerationRequest& r, int steps_run,
+nlohmann::json RunInChild(const std::string& dir, const fitting::GenerationRequest& r, std::int64_t suffix, int steps_run,
                           long mmap_threshold) {
   int fds[2];
   if (::pipe(fds) != 0) return {{"error", "pipe failed"}};
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
-    const std::string out = RunOne(dir, r, steps_run, mmap_threshold).dump();
+    const std::string out = RunOne(dir, r, suffix, steps_run, mmap_threshold).dump();
     (void)!::write(fds[1], out.data(), out.size());
     ::_exit(0);
   }

@@ -227,11 +227,14 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
               : SamplePhases{noise ? Add({Mul({row_logits, s}), Mul({5, row_logits, kF64})}) : 0,
                              Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0,
                                   f64_confidence ? Mul({row_logits, 2 * kF64}) : 0})};
-  const u64 noise_phase = sample.noise, softmax_phase = sample.softmax;
   // Logprobs: the candidates' rows (the block's; Dream's masked rows) in float32 and their
-  // log-softmax, while the step's logits are alive (step_logprobs.cc).
+  // log-softmax, taken while the step's logits are alive (step_logprobs.cc); the log-softmax is
+  // held until the step has chosen, through its noise and softmax.
   const u64 candidates = Mul({batch, dream ? rows : std::min(rows, block), vocab});
   const u64 logprobs_phase = shape.logprobs ? Add({Mul({row_logits, s}), Mul({2, candidates, kF32})}) : 0;
+  const u64 held = shape.logprobs ? Mul({candidates, kF32}) : 0;
+  const u64 noise_phase = sample.noise > 0 ? Add({sample.noise, held}) : 0;
+  const u64 softmax_phase = Add({sample.softmax, held});
   e.logits = std::max({head, cfg_phase, noise_phase, softmax_phase, logprobs_phase});
 
   auto phase = [&](const char* name, u64 bytes) { e.phases.push_back({name, Add({bytes, e.kv_cache})}); };

@@ -82,7 +82,8 @@ struct RequestShape {
   // cache modes always do): ShapeOf sets it from the mode.
   bool float64_confidence = false;
   // Log-probabilities asked (GenerationParams::logprobs >= 0): the step's candidate rows are also
-  // taken through a float32 log-softmax (phase "logprobs"). ShapeOf sets it.
+  // taken through a float32 log-softmax (phase "logprobs"), held through the noise and softmax
+  // phases. ShapeOf sets it.
   bool logprobs = false;
   // Given by the caller: the weight segment (WeightBytes, or the manifest's segment_bytes) and
   // the scratch a quantized model dequantizes into (DequantScratchBytes). Both are per device /

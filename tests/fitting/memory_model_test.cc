@@ -123,6 +123,8 @@ TEST(MemoryModel, LogprobsAddAPhaseOverTheCandidateRowsOnly) {
     // step's logits, whatever rows the mode's head computes.
     const std::uint64_t candidates = 2ull * 32 * static_cast<std::uint64_t>(config.embedding_size) * 4;
     EXPECT_GE(phase(b, "logprobs") - b.kv_cache, candidates) << SamplerKindName(kind);
+    // ... and one of them held until the step has chosen.
+    EXPECT_EQ(phase(b, "softmax"), phase(a, "softmax") + candidates / 2) << SamplerKindName(kind);
     EXPECT_EQ(b.activations, a.activations);
   }
 }
