@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ std::string Name(const ModeCase& c) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
 }
+
+void PrintTo(const ModeCase& c, std::ostream* os) { *os << Name(c); }
 
 bool Bidirectional(const ModeCase& c) { return std::string(c.model).find("llada2") == std::string::npos; }
 

@@ -11,6 +11,7 @@
 #include "common/util/status.h"
 #include "services/common/grpc_status.h"
 
+#include "tools/unmask_cli/canvas_flags.h"
 #include "tools/unmask_cli/commands.h"
 #include "tools/unmask_cli/live_view.h"
 #include "unmask/v1/scheduler.grpc.pb.h"
@@ -32,6 +33,7 @@ struct GenerateFlags {
   std::uint64_t seed = 0;
   int priority = 0, n = 0;
   bool json = false, no_live = false, stop_at_eos = false, no_early_stop = false, eos_early_stop = false;
+  CanvasFlags canvas;  // --suffix, --template-file, --logprobs
 };
 
 void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
@@ -70,8 +72,33 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--early-stop", f.early_stop,
                   "on or off: fast samplers stop once a block ends in EOS (default: on; reference never does)");
   cmd->add_flag("--no-early-stop", f.no_early_stop, "Same as --early-stop off");
+  cmd->add_option("--suffix", f.canvas.suffix,
+                  "Infilling: the text after the gap; the gap (--gen-length tokens) is generated and printed");
+  cmd->add_option("--template-file", f.canvas.template_file,
+                  "A template with holes: the file's text, in which each <hole:N> is N tokens to fill (<<hole: is a "
+                  "literal <hole:); the rest is kept as it is and the whole template is printed filled")
+      ->type_name("PATH");
+  cmd->add_option("--logprobs", f.canvas.logprobs,
+                  "0..20: print each generated token's log-probability and its K most likely alternatives")
+      ->type_name("K");
   cmd->add_flag("--json", f.json, "Print the events as JSON lines (for scripts)");
   cmd->add_flag("--no-live", f.no_live, "Do not redraw the text after every step");
+}
+
+Status ParsePromptIds(const std::string& list, v1::GenerateRequest& r) {
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+      r.mutable_ids()->add_ids(v);
+    } catch (const std::exception&) {
+      return InvalidArgumentError("--prompt-ids: '" + item + "' is not an integer");
+    }
+  }
+  return OkStatus();
 }
 
 StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
@@ -90,20 +117,7 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
     m->set_role("user");
     m->set_content(f.chat);
   }
-  if (!f.prompt_ids.empty()) {
-    std::stringstream in(f.prompt_ids);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-      try {
-        std::size_t used = 0;
-        const long long v = std::stoll(item, &used);
-        if (used != item.size()) throw std::invalid_argument(item);
-        r.mutable_ids()->add_ids(v);
-      } catch (const std::exception&) {
-        return InvalidArgumentError("--prompt-ids: '" + item + "' is not an integer");
-      }
-    }
-  }
+  if (!f.prompt_ids.empty()) UNMASK_RETURN_IF_ERROR(ParsePromptIds(f.prompt_ids, r));
   auto* p = r.mutable_params();
   if (f.gen_length) p->set_gen_length(f.gen_length);
   if (f.block_length) p->set_block_length(f.block_length);
@@ -139,6 +153,7 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   } else if (!f.early_stop.empty()) {
     return InvalidArgumentError("--early-stop '" + f.early_stop + "' is not one of on, off");
   }
+  UNMASK_RETURN_IF_ERROR(ApplyCanvasFlags(f.canvas, r));
   r.set_priority(f.priority);
   r.set_deadline_seconds(f.deadline);
   r.set_idempotency_key(f.idempotency_key);

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "tools/unmask_cli/canvas_flags.h"
 #include "tools/unmask_cli/commands.h"
 #include "unmask/v1/scheduler.grpc.pb.h"
 
@@ -35,7 +36,10 @@ std::string JobSummary(const v1::JobInfo& j) {
         << "early_stop:  " << (reference ? "n/a (reference mode never stops early)"
                                        : p.has_early_stop() && !p.early_stop() ? "off" : "on") << "\n";
   }
-  if (j.has_result()) out << "finish:      " << j.result().finish_reason() << "\n" << "text:        " << j.result().text() << "\n";
+  if (j.has_result()) {
+    out << "finish:      " << j.result().finish_reason() << "\n" << "text:        " << j.result().text() << "\n";
+    PrintLogprobs(out, j.result());
+  }
   if (j.has_error()) out << "error:       " << j.error().message() << "\n";
   return out.str();
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <ostream>
 
+#include "tools/unmask_cli/canvas_flags.h"
+
 namespace unmask::cli {
 
 std::string ProgressBar(double fraction, int width) {
@@ -48,6 +50,7 @@ bool LiveView::OnEvent(const v1::JobEvent& ev) {
       out_ << tag << c.text() << "\n";
       out_ << tag << "(" << c.ids_size() << " tokens, finish: " << c.finish_reason() << ", sampler: " << c.sampler()
            << ", queued " << c.timings().queued_seconds() << " s, ran " << c.timings().running_seconds() << " s)\n";
+      PrintLogprobs(out_, c, tag);
       return false;
     }
     case v1::JobEvent::kFailed:

@@ -13,8 +13,10 @@
 #include "common/model/compute_setup.h"
 #include "common/model/torch_util.h"
 #include "common/sampler/sampler_registry.h"
+#include "common/tokenizer/canvas_text.h"
 #include "common/tokenizer/checkpoint_chat_template.h"
 #include "common/tokenizer/tokenizer.h"
+#include "tools/unmask_engine/canvas_options.h"
 
 namespace unmask::cli {
 
@@ -49,16 +51,26 @@ bool FileExists(const std::string& path) {
 }
 
 // The tokenizer named by --tokenizer, or the model's own tokenizer.json when there is one.
-StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const GenerateOptions& o, bool required) {
+// `needed_by`: the flag that needs one (empty: none does, and a missing one is no error).
+StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const GenerateOptions& o, const std::string& needed_by) {
   std::string path = o.tokenizer;
   if (path.empty()) {
     path = o.model_dir + "/tokenizer.json";
     if (!FileExists(path)) {
-      if (required) return InvalidArgumentError("--prompt needs a tokenizer: give --tokenizer FILE (" + path + " does not exist)");
+      if (!needed_by.empty())
+        return InvalidArgumentError(needed_by + " needs a tokenizer: give --tokenizer FILE (" + path + " does not exist)");
       return std::unique_ptr<tokenizer::Tokenizer>();
     }
   }
   return tokenizer::Tokenizer::FromFile(path);
+}
+
+// The first flag given that needs the tokenizer, or "".
+std::string FlagNeedingTokenizer(const GenerateOptions& o) {
+  if (!o.prompt_text.empty() || o.chat) return "--prompt";
+  if (!o.suffix.empty()) return "--suffix";
+  if (!o.template_file.empty()) return "--template-file";
+  return "";
 }
 
 Status BuildPrompts(const GenerateOptions& o, const tokenizer::Tokenizer* tok, sampler::PromptBatch& prompts) {
@@ -108,6 +120,109 @@ void CutAtStop(std::vector<std::int64_t>& row, const generation::GenerationParam
   }
 }
 
+// The parameters of the flags (gen_length: --gen-length or the template's length), checked.
+StatusOr<generation::GenerationParams> ResolveParams(const GenerateOptions& o, const checkpoint::LladaConfig& config,
+                                                     std::optional<std::int64_t> gen_length) {
+  generation::GenerationParams params = o.params;
+  auto mode = o.sampler.empty() ? StatusOr<generation::SamplerMode>(generation::DefaultSampler(config))
+                                : generation::ParseSamplerMode(o.sampler);
+  if (!mode.ok()) return AsFlagError(mode.status());
+  params.sampler = *mode;
+  generation::ResolveLengths(gen_length, o.block_length, o.steps, params);
+  generation::ResolveThreshold(o.threshold, params);
+  auto remasking = generation::ParseRemasking(o.remasking);
+  if (!remasking.ok()) return AsFlagError(remasking.status());
+  params.remasking = *remasking;
+  if (!o.alg.empty()) {
+    auto alg = generation::ParseDreamAlg(o.alg);
+    if (!alg.ok()) return AsFlagError(alg.status());
+    params.alg = *alg;
+  }
+  params.early_stop = !o.no_early_stop;
+  if (o.logprobs) {
+    // -1 means "none" to the library; as a flag it is out of range like any other.
+    if (*o.logprobs < 0) return InvalidFieldError("--logprobs", "must be in [0, " + std::to_string(generation::kMaxLogprobs) +
+                                                                    "], got " + std::to_string(*o.logprobs));
+    params.logprobs = *o.logprobs;
+  }
+  UNMASK_RETURN_IF_ERROR(AsFlagError(generation::ValidateFields(params)));
+  UNMASK_RETURN_IF_ERROR(AsFlagError(generation::ValidateSamplerForModel(params.sampler, config)));
+  return params;
+}
+
+// What a generation printed needs besides its result.
+struct Printed {
+  const GenerateOptions& options;
+  const generation::GenerationParams& params;
+  const tokenizer::Tokenizer* tokenizer;  // null: ids only
+  const sampler::PromptBatch& prompts;
+  const model::ComputeSetup& setup;
+  const model::ComputeChoice& compute;
+};
+
+void PrintJson(const Printed& p, const sampler::GenerationResult& result, const std::vector<std::string>& texts,
+               const nlohmann::json& per_step, std::ostream& out) {
+  const double tokens = static_cast<double>(result.output.size() * p.params.gen_length);
+  nlohmann::json j = {{"output", result.output},
+                      {"unmasked_per_step", per_step},
+                      {"seconds", result.seconds},
+                      {"tokens_per_second", tokens / result.seconds},
+                      {"sampler", result.sampler},
+                      {"steps_run", result.steps_run}};
+  nlohmann::json setup_json = {{"precision", model::PrecisionName(p.compute.compute)}, {"precision_why", p.compute.why}};
+  setup_json["cpu"] = p.setup.cpu;
+  setup_json["cpu_flags"] = p.setup.cpu_flags;
+  setup_json["threads"] = p.setup.threads;
+  setup_json["gemm"] = p.setup.gemm_line;
+  j["compute"] = setup_json;
+  if (!texts.empty()) j["text"] = texts;
+  if (!p.options.prompt_text.empty()) j["prompt_ids"] = p.prompts.ids;
+  if (p.params.logprobs >= 0) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t r = 0; r < result.output.size(); ++r)
+      rows.push_back(r < result.logprobs.size()
+                         ? RowLogprobsJson(result.logprobs[r], result.output[r].size(), p.tokenizer)
+                         : nlohmann::json::array());
+    j["logprobs"] = std::move(rows);
+  }
+  // Replaced, not refused: a token that is part of a UTF-8 character decodes to invalid bytes.
+  out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+void PrintText(const Printed& p, const sampler::GenerationResult& result, const std::vector<std::string>& texts,
+               std::ostream& out) {
+  const double tokens = static_cast<double>(result.output.size() * p.params.gen_length);
+  for (std::size_t r = 0; r < result.output.size(); ++r) {
+    out << "row " << r << " ids:";
+    for (auto id : result.output[r]) out << " " << id;
+    out << "\n";
+    if (r < texts.size()) out << "row " << r << " text: " << texts[r] << "\n";
+    if (p.params.logprobs >= 0 && r < result.logprobs.size()) {
+      out << "row " << r << " logprobs (position after the prompt, token, log-probability"
+          << (p.params.logprobs > 0 ? ", the " + std::to_string(p.params.logprobs) + " most likely tokens" : "")
+          << "):\n";
+      PrintRowLogprobs(out, result.logprobs[r], result.output[r].size(), p.tokenizer);
+    }
+  }
+  out << result.steps_run << " steps, " << result.seconds << " s, " << tokens / result.seconds << " tokens/s ("
+      << result.sampler << ", " << model::PrecisionName(p.compute.compute) << ")\n";
+}
+
+// The output's text per row (none without a tokenizer): a template's whole region, filled; else
+// the generated ids (the gap of an infilling), cut at the first EOS / EoT with --stop-at-eos.
+std::vector<std::string> FinishRows(const generation::Canvas& canvas, const generation::GenerationParams& params,
+                                    const tokenizer::Tokenizer* tok, sampler::GenerationResult& result) {
+  if (params.stop_at_eos && !canvas.has_fixed_region()) {
+    for (auto& row : result.output) CutAtStop(row, params);
+  }
+  std::vector<std::string> texts;
+  if (tok == nullptr) return texts;
+  // Like Hugging Face's decode, ids the tokenizer does not know (a model's embedding rows past
+  // the tokenizer's vocabulary) are skipped rather than refused.
+  for (const auto& row : result.output) texts.push_back(tokenizer::DecodeRegion(*tok, row));
+  return texts;
+}
+
 }  // namespace
 
 int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) {
@@ -121,24 +236,19 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   // The model's architecture decides the default sampler, and with it the other defaults.
   auto config = checkpoint::LladaConfig::FromFile(o.model_dir + "/config.json");
   if (!config.ok()) return fail(config.status());
-  generation::GenerationParams params = o.params;
-  auto mode = o.sampler.empty() ? StatusOr<generation::SamplerMode>(generation::DefaultSampler(*config))
-                                : generation::ParseSamplerMode(o.sampler);
-  if (!mode.ok()) return fail(AsFlagError(mode.status()));
-  params.sampler = *mode;
-  generation::ResolveLengths(o.gen_length, o.block_length, o.steps, params);
-  generation::ResolveThreshold(o.threshold, params);
-  auto remasking = generation::ParseRemasking(o.remasking);
-  if (!remasking.ok()) return fail(AsFlagError(remasking.status()));
-  params.remasking = *remasking;
-  if (!o.alg.empty()) {
-    auto alg = generation::ParseDreamAlg(o.alg);
-    if (!alg.ok()) return fail(AsFlagError(alg.status()));
-    params.alg = *alg;
+  auto tok = LoadTokenizer(o, FlagNeedingTokenizer(o));
+  if (!tok.ok()) return fail(tok.status());
+  sampler::PromptBatch prompts;
+  if (Status s = BuildPrompts(o, tok->get(), prompts); !s.ok()) return fail(s);
+  std::optional<std::int64_t> gen_length = o.gen_length;
+  if (*tok) {
+    auto canvas = BuildCanvas(o.suffix, o.template_file, **tok);
+    if (!canvas.ok()) return fail(canvas.status());
+    prompts.canvas = std::move(*canvas);
+    if (Status s = FitTemplateLength(prompts.canvas, o.template_file, gen_length); !s.ok()) return fail(s);
   }
-  params.early_stop = !o.no_early_stop;
-  if (Status s = generation::ValidateFields(params); !s.ok()) return fail(AsFlagError(s));
-  if (Status s = generation::ValidateSamplerForModel(params.sampler, *config); !s.ok()) return fail(AsFlagError(s));
+  auto params = ResolveParams(o, *config, gen_length);
+  if (!params.ok()) return fail(params.status());
   model::ComputeSetupOptions setup_options;
   setup_options.threads = o.threads;
   setup_options.gemm = o.gemm;
@@ -156,68 +266,47 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   mopts.precision = compute.compute;
   mopts.device = o.device;
   mopts.attention_query_chunk = o.attention_chunk;
-  auto tok = LoadTokenizer(o, /*required=*/!o.prompt_text.empty() || o.chat);
-  if (!tok.ok()) return fail(tok.status());
-  sampler::PromptBatch prompts;
-  if (Status s = BuildPrompts(o, tok->get(), prompts); !s.ok()) return fail(s);
 
   auto model = model::LladaModel::Load(o.model_dir, mopts);
   if (!model.ok()) return fail(model.status());
-  generation::WithModelTokens((*model)->config(), params);
+  generation::WithModelTokens((*model)->config(), *params);
+  if (Status s = generation::ValidateCanvas(prompts.canvas, params->gen_length, (*model)->config().embedding_size,
+                                            params->mask_id, "--template-file " + o.template_file, "--suffix");
+      !s.ok())
+    return fail(s);
 
   nlohmann::json per_step = nlohmann::json::array();
-  auto result = sampler::Generate(**model, prompts, params, [&](const sampler::StepEvent& ev) {
+  auto result = sampler::Generate(**model, prompts, *params, [&](const sampler::StepEvent& ev) {
     per_step.push_back(ev.positions);
     return true;
   });
   if (!result.ok()) return fail(result.status());
-
-  const double tokens = static_cast<double>(result->output.size() * params.gen_length);
-  if (params.stop_at_eos) {
-    for (auto& row : result->output) CutAtStop(row, params);
-  }
-  std::vector<std::string> texts;
-  if (*tok) {
-    for (const auto& row : result->output) {
-      // Like Hugging Face's decode, ids the tokenizer does not know (a model's embedding rows
-      // past the tokenizer's vocabulary) are skipped rather than refused.
-      std::vector<std::int32_t> ids;
-      for (auto id : row) {
-        if (id >= 0 && id <= INT32_MAX && (*tok)->IdToToken(static_cast<std::int32_t>(id))) ids.push_back(static_cast<std::int32_t>(id));
-      }
-      auto text = (*tok)->Decode(ids, /*skip_special_tokens=*/true);
-      if (!text.ok()) return fail(text.status());
-      texts.push_back(*text);
-    }
-  }
+  const std::vector<std::string> texts = FinishRows(prompts.canvas, *params, tok->get(), *result);
+  const Printed printed{o, *params, tok->get(), prompts, *setup, compute};
   if (o.json) {
-    nlohmann::json j = {{"output", result->output},
-                        {"unmasked_per_step", per_step},
-                        {"seconds", result->seconds},
-                        {"tokens_per_second", tokens / result->seconds},
-                        {"sampler", result->sampler},
-                        {"steps_run", result->steps_run}};
-    nlohmann::json setup_json = {{"precision", model::PrecisionName(compute.compute)}, {"precision_why", compute.why}};
-    setup_json["cpu"] = setup->cpu;
-    setup_json["cpu_flags"] = setup->cpu_flags;
-    setup_json["threads"] = setup->threads;
-    setup_json["gemm"] = setup->gemm_line;
-    j["compute"] = setup_json;
-    if (!texts.empty()) j["text"] = texts;
-    if (!o.prompt_text.empty()) j["prompt_ids"] = prompts.ids;
-    out << j.dump() << "\n";
+    PrintJson(printed, *result, texts, per_step, out);
   } else {
-    for (std::size_t r = 0; r < result->output.size(); ++r) {
-      out << "row " << r << " ids:";
-      for (auto id : result->output[r]) out << " " << id;
-      out << "\n";
-      if (r < texts.size()) out << "row " << r << " text: " << texts[r] << "\n";
-    }
-    out << result->steps_run << " steps, " << result->seconds << " s, " << tokens / result->seconds
-        << " tokens/s (" << result->sampler << ", " << model::PrecisionName(compute.compute) << ")\n";
+    PrintText(printed, *result, texts, out);
   }
   return 0;
 }
+
+namespace {
+
+void AddCanvasOptions(CLI::App* cmd, GenerateOptions& o) {
+  cmd->add_option("--suffix", o.suffix,
+                  "Infilling: the text after the gap; the gap (--gen-length tokens) is generated and printed");
+  cmd->add_option("--template-file", o.template_file,
+                  "A template with holes: the file's text, in which each <hole:N> is N tokens to fill (<<hole: is a "
+                  "literal <hole:); the rest is kept as it is, --gen-length is the template's length and the whole "
+                  "template is printed filled")
+      ->type_name("PATH");
+  cmd->add_option("--logprobs", o.logprobs,
+                  "0..20: print each generated token's log-probability and its K most likely alternatives")
+      ->type_name("K");
+}
+
+}  // namespace
 
 void AddGenerateCommand(CLI::App& app) {
   auto opts = std::make_shared<GenerateOptions>();
@@ -280,7 +369,9 @@ void AddGenerateCommand(CLI::App& app) {
                   "Float32 products with few rows: auto (unmask's widest kernel this CPU runs, never repacking the "
                   "weight), avx512, avx2, or blas (always the BLAS)")
       ->capture_default_str();
-  cmd->add_flag("--json", opts->json, "Print {\"output\", \"unmasked_per_step\", \"seconds\"} as JSON");
+  AddCanvasOptions(cmd, *opts);
+  cmd->add_flag("--json", opts->json,
+                "Print {\"output\", \"unmasked_per_step\", \"seconds\", \"text\", \"logprobs\", ...} as JSON");
   cmd->callback([opts]() { throw CLI::RuntimeError(RunGenerate(*opts, std::cout, std::cerr)); });
 }
 

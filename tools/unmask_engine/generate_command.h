@@ -40,6 +40,12 @@ struct GenerateOptions {
   int threads = 0;                    // intra-op threads; 0: one per core
   std::string gemm = "auto";          // float32 few-row products: auto | avx512 | avx2 | blas
   bool json = false;
+  // Infilling: the fixed text after the generated gap (printed: the gap's text). A template with
+  // holes: a file whose text has <hole:N> markers; gen_length is its length in tokens and the
+  // output is the whole template, filled. Both need the tokenizer.
+  std::string suffix;
+  std::string template_file;
+  std::optional<int> logprobs;  // 0..20: each generated token's log-probability and K alternatives
 };
 
 // Registers the subcommand; its callback runs RunGenerate and exits with its code.

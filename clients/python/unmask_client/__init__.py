@@ -5,6 +5,8 @@
         print(c.generate("And God said unto Moses,", model="unmask-kjv", gen_length=32).text)
         for step in c.stream(chat=[{"role": "user", "content": "What does John 3:16 say?"}], model="unmask-kjv"):
             print(step.step, step.positions, step.tokens)
+        print(c.infill("In the beginning God", " the heaven and the earth.", gen_length=4, model="unmask-kjv").text)
+        print(c.fill_template('{"book": "<hole:3>"}', "John 3:16", model="unmask-kjv", logprobs=2).logprobs)
 """
 
 from unmask_client.client import (
@@ -15,7 +17,10 @@ from unmask_client.client import (
     Job,
     Result,
     Step,
+    TokenLogprob,
+    TopLogprob,
     UnmaskError,
 )
 
-__all__ = ["Accepted", "Adjustment", "Client", "GenerationStream", "Job", "Result", "Step", "UnmaskError"]
+__all__ = ["Accepted", "Adjustment", "Client", "GenerationStream", "Job", "Result", "Step", "TokenLogprob",
+           "TopLogprob", "UnmaskError"]

@@ -10,7 +10,7 @@ import grpc
 from unmask.v1 import generation_pb2, scheduler_pb2, scheduler_pb2_grpc
 
 # GenerateRequest fields that are not GenerationParams (the rest of **params go to params).
-_REQUEST_FIELDS = ("priority", "deadline_seconds", "idempotency_key", "partial_text", "n")
+_REQUEST_FIELDS = ("priority", "deadline_seconds", "idempotency_key", "partial_text", "n", "suffix", "template_text")
 _REMASKING = {
     "low_confidence": generation_pb2.REMASKING_LOW_CONFIDENCE,
     "random": generation_pb2.REMASKING_RANDOM,
@@ -49,6 +49,23 @@ class Accepted:
 
 
 @dataclass
+class TopLogprob:
+    """One of the most likely tokens at a step: its id and log-probability."""
+    token: int
+    logprob: float
+
+
+@dataclass
+class TokenLogprob:
+    """A generated token's log-probability (logprobs=k): `position` is 0-based after the prompt,
+    `top` the k most likely tokens at the step that committed it, most likely first."""
+    position: int
+    token: int
+    logprob: float
+    top: List[TopLogprob] = field(default_factory=list)
+
+
+@dataclass
 class Step:
     """One diffusion step: the positions (0-based after the prompt) unmasked and their tokens."""
     step: int
@@ -59,6 +76,7 @@ class Step:
     elapsed_seconds: float
     partial_text: str  # only when asked for (partial_text=True); masks shown as "_"
     index: int = 0  # the choice (n > 1)
+    logprobs: List[TokenLogprob] = field(default_factory=list)  # with logprobs=k: one per position
 
 
 @dataclass
@@ -72,6 +90,8 @@ class Result:
     running_seconds: float = 0.0
     steps_run: int = 0
     accepted: Optional[Accepted] = None
+    # With logprobs=k: every generated token (a template's holes only), in position order.
+    logprobs: List[TokenLogprob] = field(default_factory=list)
 
 
 @dataclass
@@ -98,9 +118,14 @@ def _accepted(job_id: str, a: scheduler_pb2.Accepted) -> Accepted:
                     a.prompt_tokens, a.duplicate, list(a.job_ids))
 
 
+def _logprobs(entries: Iterable[Any]) -> List[TokenLogprob]:
+    return [TokenLogprob(e.position, e.token, e.logprob, [TopLogprob(t.token, t.logprob) for t in e.top])
+            for e in entries]
+
+
 def _result(job_id: str, c: scheduler_pb2.Completed, accepted: Optional[Accepted] = None) -> Result:
     return Result(job_id, c.text, c.finish_reason, list(c.ids), c.sampler, c.timings.queued_seconds,
-                  c.timings.running_seconds, len(c.timings.step_seconds), accepted)
+                  c.timings.running_seconds, len(c.timings.step_seconds), accepted, _logprobs(c.logprobs))
 
 
 def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
@@ -133,9 +158,10 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
     """A GenerateRequest from keyword arguments. Exactly one of prompt (text), chat or ids.
 
     params: any GenerationParams field (gen_length, block_length, steps, temperature, cfg_scale,
-    remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, llada2's
-    minimal_topk, top_k, top_p, eos_early_stop, dream's alg, alg_temp, eps, ...)
-    and the request's priority, deadline_seconds, idempotency_key, partial_text, n. An unknown
+    remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, logprobs,
+    llada2's minimal_topk, top_k, top_p, eos_early_stop, dream's alg, alg_temp, eps, ...)
+    and the request's priority, deadline_seconds, idempotency_key, partial_text, n, suffix,
+    template_text. An unknown
     name or a value of the wrong type raises TypeError here; values out of range are the
     scheduler's to refuse (UnmaskError with INVALID_ARGUMENT naming the field).
     """
@@ -164,6 +190,8 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
         if value is None:
             continue
         try:
+            if name == "logprobs" and isinstance(value, bool):
+                raise TypeError("logprobs: the number of alternatives per token, 0..20 (an int, not a bool)")
             if name in _REQUEST_FIELDS:
                 setattr(r, name, value)
             elif name == "remasking":
@@ -176,7 +204,7 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
                 raise TypeError(f"unknown parameter {name!r} (GenerationParams fields: "
                                 f"{', '.join(sorted(known))}; request: {', '.join(_REQUEST_FIELDS)})")
         except (TypeError, ValueError) as e:
-            if str(e).startswith((name + ":", "unknown parameter", "remasking:")):
+            if str(e).startswith((name + ":", "unknown parameter")):
                 raise TypeError(str(e)) from None
             raise TypeError(f"{name}: {e}") from None
     return r
@@ -216,7 +244,7 @@ class GenerationStream:
                 elif kind == "step":
                     s = ev.step
                     yield Step(s.step, s.block, s.step_in_block, list(s.unmasked.positions), list(s.unmasked.tokens),
-                               s.elapsed_seconds, s.partial_text, ev.index)
+                               s.elapsed_seconds, s.partial_text, ev.index, _logprobs(s.logprobs))
                 elif kind == "completed":
                     self.results[ev.index] = _result(job_id, ev.completed, self._accepted_by_index.get(ev.index))
                     self.result = self.results.get(0)
@@ -328,10 +356,38 @@ class Client:
         return GenerationStream(self._stub.Generate(request, metadata=self._metadata, timeout=self._timeout))
 
     def generate(self, prompt: Optional[str] = None, *, model: str, chat: Optional[Sequence[Message]] = None,
-                 ids: Optional[Iterable[int]] = None, **params: Any) -> Result:
-        """Generates and returns the Result (text, finish_reason, ids, ...)."""
-        with self.stream(prompt, model=model, chat=chat, ids=ids, **params) as s:
+                 ids: Optional[Iterable[int]] = None, logprobs: Optional[int] = None, **params: Any) -> Result:
+        """Generates and returns the Result (text, finish_reason, ids, ...). logprobs=k (0..20):
+        Result.logprobs holds every generated token's TokenLogprob with its k most likely
+        alternatives."""
+        with self.stream(prompt, model=model, chat=chat, ids=ids, logprobs=logprobs, **params) as s:
             return s.wait()
+
+    def infill(self, prompt: str, suffix: str, gen_length: Optional[int] = None, *, model: str,
+               logprobs: Optional[int] = None, **params: Any) -> Result:
+        """Fills the gap between prompt and suffix (OpenAI's `suffix`): the model sees both and
+        generates gen_length tokens between them (None: the server's default). Result.text is the
+        gap's text only; with stop_at_eos=True the gap ends at the first EOS / EoT."""
+        if not isinstance(suffix, str):
+            raise TypeError(f"suffix: a string, not {type(suffix).__name__}")
+        if not suffix:
+            raise ValueError("suffix: must not be empty (without one, infill is generate)")
+        return self.generate(prompt, model=model, suffix=suffix, gen_length=gen_length, logprobs=logprobs, **params)
+
+    def fill_template(self, template: str, prompt: str, *, model: str, logprobs: Optional[int] = None,
+                      **params: Any) -> Result:
+        """Fills the holes of a template: each "<hole:N>" marker (N tokens, 1..4096; "<<hole:" is a
+        literal "<hole:") is generated, the rest of the text is kept token for token. gen_length
+        is the template's length in tokens (set by the server; one given must equal it).
+        Result.text is the whole template, filled; with logprobs, Result.logprobs covers the holes.
+        prompt is the context the template follows (the server refuses an empty text prompt)."""
+        if not isinstance(template, str):
+            raise TypeError(f"template: a string, not {type(template).__name__}")
+        if not template:
+            raise ValueError("template: must not be empty (mark each hole with <hole:N>)")
+        if not prompt:
+            raise ValueError("prompt: must not be empty (the context the template follows)")
+        return self.generate(prompt, model=model, template_text=template, logprobs=logprobs, **params)
 
     def choices(self, prompt: Optional[str] = None, *, model: str, n: int, chat: Optional[Sequence[Message]] = None,
                 ids: Optional[Iterable[int]] = None, **params: Any) -> List[Result]:
