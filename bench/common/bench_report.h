@@ -3,7 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <string>
+#include <utility>
+
+#include "common/util/status.h"
 
 namespace unmask::bench {
 
@@ -21,5 +26,15 @@ std::string CommandLine(int argc, char** argv);
 bool ReplaceDocSection(const std::string& path, const std::string& id, const std::string& markdown);
 
 std::string FormatBytes(std::uint64_t bytes);
+
+// The value, or (a benchmark cannot go on without it) `what: <status>` on stderr and exit 1.
+template <typename T>
+T Check(StatusOr<T> v, const std::string& what) {
+  if (!v.ok()) {
+    std::cerr << what << ": " << v.status().ToString() << "\n";
+    std::exit(1);
+  }
+  return std::move(v).value();
+}
 
 }  // namespace unmask::bench

@@ -40,14 +40,7 @@ namespace {
 
 using namespace unmask;
 
-template <typename T>
-T Check(StatusOr<T> v, const std::string& what) {
-  if (!v.ok()) {
-    std::cerr << what << ": " << v.status().ToString() << "\n";
-    std::exit(1);
-  }
-  return std::move(v).value();
-}
+using bench::Check;
 
 void Check(const Status& s, const std::string& what) {
   if (!s.ok()) {

@@ -28,6 +28,20 @@ std::string Decode(const tokenizer::Tokenizer& tok, const std::vector<std::int64
   return text.ok() ? *text : "";
 }
 
+// Each logprob's token (and its alternatives) decoded alone, special tokens kept, for clients
+// without the model's tokenizer.
+void AddTokenText(const tokenizer::Tokenizer& tok, google::protobuf::RepeatedPtrField<v1::TokenLogprob>& logprobs) {
+  auto text = [&tok](std::int64_t id) -> std::string {
+    if (id < 0 || id > INT32_MAX || !tok.IdToToken(static_cast<std::int32_t>(id))) return "";
+    auto decoded = tok.Decode(std::vector<std::int32_t>{static_cast<std::int32_t>(id)}, /*skip_special_tokens=*/false);
+    return decoded.ok() ? *decoded : "";
+  };
+  for (auto& lp : logprobs) {
+    lp.set_text(text(lp.token()));
+    for (auto& top : *lp.mutable_top()) top.set_text(text(top.token()));
+  }
+}
+
 // The trace a job continues: the context stored when it was accepted (no parent when there is
 // none or it cannot be read: the job's spans then start a trace of their own).
 telemetry::SpanContext StoredContext(const jobs::JobRecord& record, const v1::StoredJob& stored) {
@@ -48,7 +62,10 @@ v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix
   completed.mutable_timings()->set_running_seconds(c.running_seconds());
   completed.mutable_timings()->mutable_step_seconds()->CopyFrom(c.step_seconds());
   completed.mutable_logprobs()->CopyFrom(c.logprobs());
-  if (tokenizer) completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
+  if (tokenizer) {
+    completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
+    AddTokenText(*tokenizer, *completed.mutable_logprobs());
+  }
   return completed;
 }
 
@@ -354,6 +371,7 @@ JobDispatcher::Relayed JobDispatcher::RelayRun(RunningJob& run, const Placement&
       }
       if (run.stored.partial_text() && tokenizer)
         step.mutable_step()->set_partial_text(PartialText(*tokenizer, tokens, mask_id));
+      if (tokenizer) AddTokenText(*tokenizer, *step.mutable_step()->mutable_logprobs());
       (void)store_.AppendEvent(run.id, step.SerializeAsString());
     } else if (ev.has_completed()) {
       out.completed = CompletedFrom(ev.completed(), record.created_unix_ms, tokenizer.get());

@@ -127,7 +127,12 @@ TEST_F(GrpcCanvasEndToEndTest, ATemplateComesBackWithItsFixedTextAndEveryHoleFil
     EXPECT_GE(lp.top(0).logprob(), lp.top(1).logprob());
     EXPECT_EQ(lp.top(0).token(), lp.token()) << "greedy: the chosen token is the most likely";
     EXPECT_DOUBLE_EQ(lp.top(0).logprob(), lp.logprob());
+    EXPECT_EQ(lp.top(0).text(), lp.text());
   }
+  // The tokens' texts, in order, spell the holes' text inside the filled template.
+  std::string holes;
+  for (const auto& lp : out.completed.logprobs()) holes += lp.text();
+  EXPECT_FALSE(holes.empty());
   int streamed = 0;
   for (const auto& step : out.steps) {
     ASSERT_EQ(step.logprobs_size(), step.unmasked().positions_size());

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iomanip>
 #include <ostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/generation/canvas.h"
@@ -55,14 +56,17 @@ void PrintLogprobs(std::ostream& out, const v1::Completed& c, const std::string&
   if (c.logprobs().empty()) return;
   const bool alternatives = std::any_of(c.logprobs().begin(), c.logprobs().end(),
                                         [](const v1::TokenLogprob& t) { return !t.top().empty(); });
-  out << tag << "logprobs (" << c.logprobs_size() << " tokens; position after the prompt, token id, log-probability"
-      << (alternatives ? ", the most likely tokens at that step" : "") << "):\n";
+  out << tag << "logprobs (" << c.logprobs_size() << " tokens; position after the prompt, token id, its text, "
+      << "log-probability" << (alternatives ? ", the most likely tokens at that step" : "") << "):\n";
+  // A token's text as the scheduler decoded it, quoted (JSON escapes), or nothing without one.
+  auto text = [](const std::string& s) { return s.empty() ? std::string() : " " + nlohmann::json(s).dump(); };
   for (const auto& t : c.logprobs()) {
-    out << tag << "  pos " << t.position() << "  id " << t.token() << "  logprob " << Logprob(t.logprob());
+    out << tag << "  pos " << t.position() << "  id " << t.token() << text(t.text()) << "  logprob "
+        << Logprob(t.logprob());
     if (!t.top().empty()) {
       out << "  top:";
       for (int i = 0; i < t.top_size(); ++i)
-        out << (i ? ", " : " ") << t.top(i).token() << " " << Logprob(t.top(i).logprob());
+        out << (i ? ", " : " ") << t.top(i).token() << text(t.top(i).text()) << " " << Logprob(t.top(i).logprob());
     }
     out << "\n";
   }
