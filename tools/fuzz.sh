@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-$(nproc)}
-TARGETS=(safetensors sharded_index config_json tokenizer_json chat_template jinja_template manifest segment request_validation http_request)
+TARGETS=(safetensors sharded_index config_json tokenizer_json chat_template jinja_template manifest segment request_validation http_request hole_template)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 # The file-reading targets write each input to a scratch file: memory-backed where there is one.
 default_tmp=${TMPDIR:-/tmp}
@@ -43,7 +43,7 @@ dict_of() {
   local t=$1 out="$BUILD_DIR/dicts/$1.dict"
   mkdir -p "$BUILD_DIR/dicts"
   : > "$out"
-  case $t in request_validation|chat_template) ;; *) cat fuzz/dicts/json.dict >> "$out" ;; esac
+  case $t in request_validation|chat_template|hole_template) ;; *) cat fuzz/dicts/json.dict >> "$out" ;; esac
   [ -f "fuzz/dicts/$t.dict" ] && cat "fuzz/dicts/$t.dict" >> "$out"
   echo "$out"
 }
