@@ -8,30 +8,10 @@
 #include <random>
 
 #include "common/checkpoint/checkpoint_writer.h"
+#include "tools/make_model/fast_init.h"
+#include "tools/make_model/half_bits.h"
 
 namespace unmask::tools {
-namespace {
-
-std::uint16_t FloatToHalfBits(float f, checkpoint::DType dtype) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if (dtype == checkpoint::DType::kBF16) {
-    bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
-    return static_cast<std::uint16_t>(bits >> 16);
-  }
-  // IEEE half for the small, normal values random init produces (|f| < 65504); tiny values
-  // flush to zero, which is harmless for random weights.
-  const std::uint32_t sign = (bits >> 16) & 0x8000;
-  const int exp = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
-  if (exp <= 0) return static_cast<std::uint16_t>(sign);
-  if (exp >= 31) return static_cast<std::uint16_t>(sign | 0x7c00);
-  const std::uint32_t mant = bits & 0x7fffff;
-  std::uint32_t h = sign | (static_cast<std::uint32_t>(exp) << 10) | (mant >> 13);
-  if ((mant & 0x1fff) > 0x1000 || ((mant & 0x1fff) == 0x1000 && (h & 1))) ++h;
-  return static_cast<std::uint16_t>(h);
-}
-
-}  // namespace
 
 Status MakeModel(const std::string& dir, const MakeModelOptions& o) {
   std::error_code ec;
@@ -68,7 +48,8 @@ Status MakeModel(const std::string& dir, const MakeModelOptions& o) {
     auto* out = reinterpret_cast<std::uint16_t*>(dst);
     for (std::size_t i = 0; i < n; ++i) out[i] = FloatToHalfBits(values[i], spec.dtype);
   };
-  UNMASK_RETURN_IF_ERROR(checkpoint::WriteShardedCheckpoint(dir, specs, o.shards, fill));
+  const checkpoint::TensorFiller filler = o.fast_init ? MakeFastFiller(o, specs) : checkpoint::TensorFiller(fill);
+  UNMASK_RETURN_IF_ERROR(checkpoint::WriteShardedCheckpoint(dir, specs, o.shards, filler));
   if (!o.tokenizer.empty()) {
     std::filesystem::copy_file(o.tokenizer, dir + "/tokenizer.json", std::filesystem::copy_options::overwrite_existing, ec);
     if (ec) return NotFoundError(o.tokenizer + ": cannot copy: " + ec.message());
