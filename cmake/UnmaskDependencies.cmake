@@ -18,6 +18,15 @@ if(TORCH_CUDA_LIBRARIES OR CUDA_FOUND)
   endif()
 endif()
 message(STATUS "unmask: CUDA parts ${UNMASK_WITH_CUDA}")
+# CUDA graphs for repeating forwards (common/model/cuda_graph_forward.h) need ATen's CUDA headers,
+# which only a LibTorch built with CUDA ships; elsewhere the stub answers "not available".
+find_package(CUDAToolkit QUIET)
+if(UNMASK_WITH_CUDA AND CUDAToolkit_FOUND)
+  option(UNMASK_CUDA_GRAPHS "Capture and replay repeating forwards as CUDA graphs" ON)
+else()
+  set(UNMASK_CUDA_GRAPHS OFF)
+endif()
+message(STATUS "unmask: CUDA graphs ${UNMASK_CUDA_GRAPHS}")
 
 # CUDA IPC weight sharing (common/segment/cuda_ipc) needs only the CUDA runtime library, not nvcc
 # nor a CUDA LibTorch: it is on by default wherever the toolkit is found, and the build works

@@ -58,6 +58,13 @@ class LladaModel : public ModelBackend {
   // (packed_segment.h): row-wise operations over all rows at once, attention per segment.
   // Hidden, HiddenFillCache and HiddenSegment are this with one segment.
   std::vector<at::Tensor> HiddenPacked(const std::vector<PackedSegment>& segments) const;
+  // HiddenPacked in two halves, for CUDA graph capture (cuda_graph_forward.h): PlanForward does
+  // the host-side work (checks, the plan, the rotary rows copied to the device) and RunForward
+  // only launches device work, reading the plan's tensors. A plan holds the segments' tensors
+  // (not copies): RunForward reads whatever they hold when it runs.
+  struct ForwardPlan;
+  std::shared_ptr<const ForwardPlan> PlanForward(const std::vector<PackedSegment>& segments) const;
+  std::vector<at::Tensor> RunForward(const ForwardPlan& plan) const;
 
   const ModelOptions& options() const { return options_; }
   const LladaWeights& weights() const { return weights_; }

@@ -28,6 +28,10 @@ struct ModelOptions {
   // > 0: attention is computed in chunks of this many query rows, so that the score matrix never
   // holds more than chunk x keys entries per head. 0: all queries at once.
   std::int64_t attention_query_chunk = 0;
+  // On cuda, with a LibTorch built with CUDA: a generation's forwards that repeat (the same
+  // segment shape, ids tensor and cache) are captured once as a CUDA graph and replayed
+  // (cuda_graph_forward.h), so the host launches one graph instead of every layer's operators.
+  bool cuda_graphs = false;
 };
 
 // A per-thread attention chunk for the forward passes this thread runs while the object lives

@@ -178,21 +178,38 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
   return out + blk.ff_out.Apply(gate * blk.up_proj.Apply(h));
 }
 
-std::vector<at::Tensor> LladaModel::HiddenPacked(const std::vector<PackedSegment>& segments) const {
+struct LladaModel::ForwardPlan {
+  std::vector<PackedSegment> segments;
+  std::vector<SegmentPlan> plans;
+  PackedRotary rope;
+};
+
+std::shared_ptr<const LladaModel::ForwardPlan> LladaModel::PlanForward(const std::vector<PackedSegment>& segments) const {
   TORCH_CHECK(!segments.empty(), "HiddenPacked: no segments");
-  const std::vector<SegmentPlan> plans = PlanSegments(segments);
+  auto plan = std::make_shared<ForwardPlan>();
+  plan->segments = segments;
+  plan->plans = PlanSegments(segments);
+  plan->rope = RotaryRows(segments, plan->plans);
+  return plan;
+}
+
+std::vector<at::Tensor> LladaModel::RunForward(const ForwardPlan& plan) const {
+  const auto& segments = plan.segments;
   std::vector<at::Tensor> flat;
   flat.reserve(segments.size());
   for (const auto& seg : segments) flat.push_back(seg.ids.reshape({-1}));
   at::Tensor x = Embed(flat.size() == 1 ? flat[0] : at::cat(flat, 0));  // [N, d_model]
-  const PackedRotary rope = RotaryRows(segments, plans);
   for (std::size_t i = 0; i < weights_.blocks.size(); ++i)
-    x = PackedBlock(weights_.blocks[i], x, segments, plans, rope, i);
+    x = PackedBlock(weights_.blocks[i], x, segments, plan.plans, plan.rope, i);
   std::vector<at::Tensor> hidden;
   hidden.reserve(segments.size());
-  for (const auto& plan : plans)
-    hidden.push_back(x.narrow(0, plan.start, plan.rows * plan.tokens).view({plan.rows, plan.tokens, config_.d_model}));
+  for (const auto& p : plan.plans)
+    hidden.push_back(x.narrow(0, p.start, p.rows * p.tokens).view({p.rows, p.tokens, config_.d_model}));
   return hidden;
+}
+
+std::vector<at::Tensor> LladaModel::HiddenPacked(const std::vector<PackedSegment>& segments) const {
+  return RunForward(*PlanForward(segments));
 }
 
 }  // namespace unmask::model

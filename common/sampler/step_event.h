@@ -40,6 +40,12 @@ struct GenerationResult {
   std::int64_t steps_run = 0;
   double seconds = 0;
   const char* sampler = "reference";
+  // Host time spent in the model's forwards: the whole forward on the CPU; on a GPU the time to
+  // launch its work (the device runs behind), so that a forward_seconds close to `seconds` says
+  // the host, not the device, sets the pace.
+  double forward_seconds = 0;
+  // Forwards captured as CUDA graphs and replayed (ModelOptions::cuda_graphs), 0 without.
+  std::int64_t graph_captures = 0, graph_replays = 0;
   // With params.logprobs >= 0: per row, per generated position, the token's log-probability as
   // it was last committed (none for a template's fixed tokens and the padding after an early stop).
   std::vector<std::vector<std::optional<TokenLogprob>>> logprobs;

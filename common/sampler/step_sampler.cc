@@ -3,8 +3,10 @@
 #include <c10/core/InferenceMode.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 
+#include "common/model/cuda_graph_forward.h"
 #include "common/model/threading.h"
 #include "common/sampler/dream_cache_sampler.h"
 #include "common/sampler/dream_sampler.h"
@@ -126,9 +128,14 @@ StatusOr<GenerationResult> RunSteps(const model::LladaModel& model, StepSampler&
   };
   try {
     std::vector<std::vector<std::optional<TokenLogprob>>> logprobs;
+    const std::unique_ptr<model::GraphedForward> graphs = model::GraphedForward::Make(model);
+    double forward_seconds = 0;
     while (sampler.running()) {
       const model::PackedSegment segment = sampler.NextForward();
-      StepEvent ev = sampler.FinishStep(model.HiddenPacked({segment})[0]);
+      const auto forward_start = std::chrono::steady_clock::now();
+      const at::Tensor hidden = graphs ? graphs->Hidden(segment) : model.HiddenPacked({segment})[0];
+      forward_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
+      StepEvent ev = sampler.FinishStep(hidden);
       ev.elapsed_seconds = since_start();
       RecordLogprobs(ev, logprobs);
       if (on_step && !on_step(ev)) return CancelledError("generation cancelled after step " + std::to_string(ev.step));
@@ -137,6 +144,11 @@ StatusOr<GenerationResult> RunSteps(const model::LladaModel& model, StepSampler&
     FinishLogprobs(result.output, logprobs);
     result.logprobs = std::move(logprobs);
     result.seconds = since_start();
+    result.forward_seconds = forward_seconds;
+    if (graphs) {
+      result.graph_captures = graphs->captures();
+      result.graph_replays = graphs->replays();
+    }
     return result;
   } catch (const std::exception& e) {
     return InternalError(what + ": " + e.what());

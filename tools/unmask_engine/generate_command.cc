@@ -5,13 +5,17 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/model/llada_model.h"
 #include "common/model/compute_setup.h"
+#include "common/model/cuda_graph_forward.h"
 #include "common/model/torch_util.h"
+#include "common/registry/progressive_loader.h"
+#include "common/segment/weight_view.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/canvas_text.h"
 #include "common/tokenizer/checkpoint_chat_template.h"
@@ -160,15 +164,28 @@ struct Printed {
   const model::ComputeChoice& compute;
 };
 
+// How long each of --repeat's generations took, and whether they all gave the printed output.
+struct Timings {
+  double load_seconds = 0;
+  std::vector<double> runs_seconds;
+  bool runs_identical = true;
+};
+
 void PrintJson(const Printed& p, const sampler::GenerationResult& result, const std::vector<std::string>& texts,
-               const nlohmann::json& per_step, std::ostream& out) {
+               const nlohmann::json& per_step, const Timings& timings, std::ostream& out) {
   const double tokens = static_cast<double>(result.output.size() * p.params.gen_length);
   nlohmann::json j = {{"output", result.output},
                       {"unmasked_per_step", per_step},
                       {"seconds", result.seconds},
                       {"tokens_per_second", tokens / result.seconds},
                       {"sampler", result.sampler},
-                      {"steps_run", result.steps_run}};
+                      {"steps_run", result.steps_run},
+                      {"forward_seconds", result.forward_seconds},
+                      {"load_seconds", timings.load_seconds},
+                      {"runs_seconds", timings.runs_seconds},
+                      {"runs_identical", timings.runs_identical}};
+  if (p.options.cuda_graphs)
+    j["cuda_graphs"] = {{"captures", result.graph_captures}, {"replays", result.graph_replays}};
   nlohmann::json setup_json = {{"precision", model::PrecisionName(p.compute.compute)}, {"precision_why", p.compute.why}};
   setup_json["cpu"] = p.setup.cpu;
   setup_json["cpu_flags"] = p.setup.cpu_flags;
@@ -223,6 +240,18 @@ std::vector<std::string> FinishRows(const generation::Canvas& canvas, const gene
   return texts;
 }
 
+// The model as stored, or (--weights) converted by the loader into a segment of this process.
+StatusOr<std::unique_ptr<model::LladaModel>> LoadModel(const GenerateOptions& o, const model::ModelOptions& mopts) {
+  if (o.weights.empty()) return model::LladaModel::Load(o.model_dir, mopts);
+  auto spec = weights::PrecisionSpec::Parse(o.weights);
+  if (!spec.ok()) return Status(spec.status().code(), "--weights: " + spec.status().message());
+  UNMASK_ASSIGN_OR_RETURN(auto loaded, weights::LoadModelDir(o.model_dir, *spec, "unmask-engine"));
+  auto attached = weights::AttachedModel::Attach(loaded.segment.name());
+  (void)loaded.segment.Unlink();  // the mapping stays; nothing is left behind in /dev/shm
+  if (!attached.ok()) return attached.status();
+  return model::LladaModel::FromSegment(std::make_shared<weights::AttachedModel>(std::move(*attached)), mopts);
+}
+
 }  // namespace
 
 int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) {
@@ -266,25 +295,40 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   mopts.precision = compute.compute;
   mopts.device = o.device;
   mopts.attention_query_chunk = o.attention_chunk;
+  mopts.cuda_graphs = o.cuda_graphs;
+  if (o.cuda_graphs && (!device->is_cuda() || !model::GraphedForward::Available()))
+    err << "unmask-engine generate: --cuda-graphs: "
+        << (device->is_cuda() ? "this build's LibTorch has no CUDA graphs" : "graphs need --device cuda")
+        << "; the forwards run eagerly\n";
 
-  auto model = model::LladaModel::Load(o.model_dir, mopts);
+  const auto load_start = std::chrono::steady_clock::now();
+  auto model = LoadModel(o, mopts);
   if (!model.ok()) return fail(model.status());
+  Timings timings;
+  timings.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   generation::WithModelTokens((*model)->config(), *params);
   if (Status s = generation::ValidateCanvas(prompts.canvas, params->gen_length, (*model)->config().embedding_size,
                                             params->mask_id, "--template-file " + o.template_file, "--suffix");
       !s.ok())
     return fail(s);
 
-  nlohmann::json per_step = nlohmann::json::array();
-  auto result = sampler::Generate(**model, prompts, *params, [&](const sampler::StepEvent& ev) {
-    per_step.push_back(ev.positions);
-    return true;
-  });
-  if (!result.ok()) return fail(result.status());
+  nlohmann::json per_step;
+  StatusOr<sampler::GenerationResult> result = InternalError("--repeat must be at least 1");
+  for (int run = 0; run < std::max(o.repeat, 1); ++run) {
+    per_step = nlohmann::json::array();
+    auto this_run = sampler::Generate(**model, prompts, *params, [&](const sampler::StepEvent& ev) {
+      per_step.push_back(ev.positions);
+      return true;
+    });
+    if (!this_run.ok()) return fail(this_run.status());
+    timings.runs_seconds.push_back(this_run->seconds);
+    if (result.ok() && result->output != this_run->output) timings.runs_identical = false;
+    result = std::move(this_run);
+  }
   const std::vector<std::string> texts = FinishRows(prompts.canvas, *params, tok->get(), *result);
   const Printed printed{o, *params, tok->get(), prompts, *setup, compute};
   if (o.json) {
-    PrintJson(printed, *result, texts, per_step, out);
+    PrintJson(printed, *result, texts, per_step, timings, out);
   } else {
     PrintText(printed, *result, texts, out);
   }
@@ -365,6 +409,13 @@ void AddGenerateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--eps", opts->params.eps, "dream: the time schedule's end, in (0, 1)")->capture_default_str();
   cmd->add_option("--threads", opts->threads, "Intra-op threads (0: one per usable core)")->capture_default_str();
+  cmd->add_option("--weights", opts->weights,
+                  "Convert or quantize the weights as the loader does: int8, int4:g64, bf16, ... (default: as stored)");
+  cmd->add_flag("--cuda-graphs", opts->cuda_graphs,
+                "cuda: capture the generation's repeating forwards as CUDA graphs and replay them");
+  cmd->add_option("--repeat", opts->repeat, "Run the generation this many times on the loaded model (--json: runs_seconds)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cmd->add_option("--gemm", opts->gemm,
                   "Float32 products with few rows: auto (unmask's widest kernel this CPU runs, never repacking the "
                   "weight), avx512, avx2, or blas (always the BLAS)")

@@ -38,6 +38,11 @@ struct GenerateOptions {
   std::string device = "cpu";
   std::int64_t attention_chunk = 0;
   int threads = 0;                    // intra-op threads; 0: one per core
+  bool cuda_graphs = false;           // ModelOptions::cuda_graphs
+  // The loader's precision spec (int8, int4:g64, bf16, ...): the weights are converted or
+  // quantized as the loader does it, into a private segment; empty: the checkpoint as stored.
+  std::string weights;
+  int repeat = 1;                     // generations run on the loaded model; the last one is printed
   std::string gemm = "auto";          // float32 few-row products: auto | avx512 | avx2 | blas
   bool json = false;
   // Infilling: the fixed text after the generated gap (printed: the gap's text). A template with
