@@ -2,9 +2,10 @@
 # (tools/gpu/fetch_deps.sh) once and points the compiler, linker, pkg-config and loader at them.
 BUILD=${BUILD:-build-gpu}
 DEPS=${DEPS:-/tmp/unmask-gpudeps}
+GPUDEPS=${GPUDEPS:-.device/gpudeps.tar.xz}  # measure.sh: the slim pack
 if [ ! -d "$DEPS/usr" ]; then
-  [ -f .device/gpudeps.tar.xz ] || { echo "no .device/gpudeps.tar.xz: run tools/gpu/fetch_deps.sh here and carry .device" >&2; exit 2; }
-  mkdir -p "$DEPS" && tar xJf .device/gpudeps.tar.xz -C "$DEPS"
+  [ -f "$GPUDEPS" ] || { echo "no $GPUDEPS: run tools/gpu/fetch_deps.sh here and carry it" >&2; exit 2; }
+  mkdir -p "$DEPS" && tar xJf "$GPUDEPS" -C "$DEPS"
 fi
 export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_PATH=$DEPS/usr/lib/x86_64-linux-gnu/pkgconfig:$DEPS/usr/share/pkgconfig

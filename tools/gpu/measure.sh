@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The one prepared run of a GPU lease (issue 32): builds unmask-engine and make-model, writes an
+# LLaDA-8B-shaped random bf16 checkpoint, then measures side by side on the one GPU
+#   - the official generate() over the official modeling code (bench/gpu/official_llada.py),
+#   - unmask's reference mode, eager and with CUDA graphs (--cuda-graphs),
+#   - dual_cache and dual_cache+threshold, eager and with graphs,
+#   - gen_length 1024, batches of 8 and 32 prompts (the executor's batching: one packed forward),
+#   - int8 and int4 weights (--weights), peak GPU memory of every run (nvidia-smi, polled).
+# Every unmask run is one line of $OUT/results.jsonl; bench/gpu/gpu_report.py turns them and
+# $OUT/official.json into the tables of docs/benchmarks.md. Stages run in order of importance and
+# a stage that would start after LIMIT seconds is skipped, so a lease always brings back figures.
+#
+#   tools/gpu/stage_official.sh && tools/gpu/fetch_deps.sh    # here, before the lease
+#   tools/gpu/measure.sh       # there: device run carrying .device/gpudeps-slim.tar.xz and .device/official
+#   tools/gpu/measure.sh --dry                                # here: tiny shapes on the CPU, the
+#                                                             # same steps, so no lease is spent on a typo
+# Environment: OUT (default /tmp/unmask-gpu-out), LIMIT (seconds, default 470), MODEL_DIR.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+DRY=0
+[ "${1:-}" = --dry ] && DRY=1
+OUT=${OUT:-/tmp/unmask-gpu-out}
+LIMIT=${LIMIT:-470}
+mkdir -p "$OUT"
+: > "$OUT/results.jsonl"
+START=$(date +%s)
+log() { echo "[$(($(date +%s) - START)) s] $*" | tee -a "$OUT/log.txt"; }
+left() { echo $((LIMIT - ($(date +%s) - START))); }
+
+if [ "$DRY" = 1 ]; then
+  BUILD=build
+  DEVICE=cpu PRECISION=fp32 DTYPE=fp32 STANDINS=--standins PY=/usr/bin/python3  # Debian's, with torch 1.13
+  MODEL_DIR=${MODEL_DIR:-/tmp/unmask-gpu-dry-model}
+  SHAPE=(--d-model 128 --n-layers 2 --n-heads 4 --mlp-hidden-size 256 --vocab-size 126464)
+  SHORT=64 LONG=128 LONG_STEPS=32
+  log "dry run on the CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+  flock .build.lock ninja -C "$BUILD" unmask-engine make-model > "$OUT/build.log" 2>&1 || { log "build failed"; exit 1; }
+  # The binaries run on the slim pack's libraries, as there (its ICU data is a stub).
+  rm -rf /tmp/unmask-gpudeps-dry && mkdir -p /tmp/unmask-gpudeps-dry &&
+    tar xJf .device/gpudeps-slim.tar.xz -C /tmp/unmask-gpudeps-dry || { log "no .device/gpudeps-slim.tar.xz"; exit 1; }
+  export LD_LIBRARY_PATH=/tmp/unmask-gpudeps-dry/usr/lib/x86_64-linux-gnu
+else
+  GPUDEPS=.device/gpudeps-slim.tar.xz
+  source tools/gpu/env.sh
+  DEVICE=cuda PRECISION=bf16 DTYPE=bf16 STANDINS= PY=python3  # PyTorch 2.11 with CUDA
+  MODEL_DIR=${MODEL_DIR:-/tmp/unmask-m8b}
+  # LLaDA-8B: d_model 4096, 32 layers, 32 heads, MLP 12288, vocabulary 126464 (8.02 B parameters).
+  SHAPE=(--d-model 4096 --n-layers 32 --n-heads 32 --mlp-hidden-size 12288 --vocab-size 126464 --shards 4)
+  SHORT=256 LONG=1024 LONG_STEPS=256
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee -a "$OUT/log.txt"
+  configure() {
+    cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUNMASK_ENGINE_ONLY=ON -DUNMASK_BUILD_TESTS=OFF \
+      -DUNMASK_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$DEPS/usr" \
+      -DCMAKE_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu" -DCMAKE_CXX_FLAGS="-isystem $DEPS/usr/include" \
+      -DCMAKE_CUDA_ARCHITECTURES=90 ${PKG_CONFIG_EXECUTABLE:+-DPKG_CONFIG_EXECUTABLE=$PKG_CONFIG_EXECUTABLE} "$@"
+  }
+  configure > "$OUT/build.log" 2>&1 && ninja -C "$BUILD" -k 0 unmask-engine make-model >> "$OUT/build.log" 2>&1
+  if [ ! -x "$BUILD/tools/unmask_engine/unmask-engine" ]; then
+    log "build with CUDA graphs failed (tail of build.log below); building without them"
+    grep -E "error|FAILED" "$OUT/build.log" | head -20 | tee -a "$OUT/log.txt"
+    configure -DUNMASK_CUDA_GRAPHS=OFF >> "$OUT/build.log" 2>&1 && ninja -C "$BUILD" unmask-engine make-model >> "$OUT/build.log" 2>&1 ||
+      { log "build failed"; tail -30 "$OUT/build.log"; exit 1; }
+  fi
+  log "built"
+fi
+ENGINE=$BUILD/tools/unmask_engine/unmask-engine
+PROMPT=$(seq -s, 100 131)
+
+t0=$(date +%s)
+rm -rf "$MODEL_DIR"
+"$BUILD/tools/make_model/make-model" --out "$MODEL_DIR" --fast-init "${SHAPE[@]}" >> "$OUT/log.txt" 2>&1 ||
+  { log "make-model failed"; exit 1; }
+log "checkpoint written in $(($(date +%s) - t0)) s: $(du -sh "$MODEL_DIR" | cut -f1)"
+
+# nvidia-smi's memory.used (MiB) every 50 ms while a command runs; the peak above the idle
+# figure before it is the command's (the CUDA context included).
+POLL_PID=
+poll_start() {
+  [ "$DRY" = 1 ] && return
+  BASE_MIB=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 > "$OUT/poll.txt" 2>/dev/null &
+  POLL_PID=$!
+}
+poll_peak() {  # prints the peak MiB above the idle figure, or null
+  [ -n "$POLL_PID" ] || { echo null; return; }
+  kill "$POLL_PID" 2>/dev/null; wait "$POLL_PID" 2>/dev/null; POLL_PID=
+  sort -n "$OUT/poll.txt" | tail -1 | awk -v b="$BASE_MIB" '{ print ($1 == "" ? "null" : $1 - b) }'
+}
+
+official() {
+  [ "$(left)" -gt 120 ] || { log "skip official (time)"; return; }
+  poll_start
+  PYTHONUNBUFFERED=1 "$PY" bench/gpu/official_llada.py $STANDINS --model "$MODEL_DIR" --device "$DEVICE" \
+    --dtype "$DTYPE" --prompt-ids "$PROMPT" --runs "$SHORT:$SHORT:32" "$LONG:$LONG_STEPS:32" --repeat 1 \
+    --out "$OUT/official.json" >> "$OUT/log.txt" 2>&1 || log "official failed (log.txt)"
+  log "official done, peak $(poll_peak) MiB"
+}
+
+# run NAME ENGINE-ARGS...: one unmask-engine generate, one line of results.jsonl.
+run() {
+  local name=$1
+  shift
+  [ "$(left)" -gt 25 ] || { log "skip $name (time)"; return; }
+  local t=$(date +%s)
+  poll_start
+  "$ENGINE" generate --model "$MODEL_DIR" --device "$DEVICE" --precision "$PRECISION" --json "$@" \
+    > "$OUT/run.json" 2> "$OUT/run.err"
+  local rc=$? peak
+  peak=$(poll_peak)
+  python3 - "$name" "$rc" "$peak" "$(($(date +%s) - t))" "$*" "$OUT" <<'EOF' | tee -a "$OUT/log.txt"
+import json, sys
+name, rc, peak, wall, args, out = sys.argv[1:]
+rec = {"name": name, "rc": int(rc), "peak_mib": None if peak == "null" else float(peak), "wall_s": int(wall),
+       "args": args, "stderr": open(f"{out}/run.err").read()[-1500:]}
+try:
+    j = json.load(open(f"{out}/run.json"))
+    j.pop("unmasked_per_step", None)
+    rec["engine"] = j
+except Exception as e:
+    rec["engine"] = None
+    rec["error"] = str(e)
+open(f"{out}/results.jsonl", "a").write(json.dumps(rec) + "\n")
+e = rec["engine"] or {}
+print(f"{name}: rc {rc}, runs {e.get('runs_seconds')}, forward {e.get('forward_seconds')}, "
+      f"steps {e.get('steps_run')}, graphs {e.get('cuda_graphs')}, peak {peak} MiB, wall {wall} s")
+EOF
+}
+
+G=(--prompt-ids "$PROMPT" --gen-length "$SHORT" --block-length 32 --steps "$SHORT")
+official
+run ref_eager --sampler reference "${G[@]}" --repeat 2
+run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
+run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
+run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs
+run dualthr_graphs --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
+run ref_long_graphs --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 \
+  --steps "$LONG_STEPS" --repeat 1 --cuda-graphs
+BATCH8=() BATCH32=()
+for i in $(seq 8); do BATCH8+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
+for i in $(seq 32); do BATCH32+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
+B=(--gen-length "$SHORT" --block-length 32 --steps "$SHORT" --cuda-graphs)
+run dualthr_batch8 --sampler dual_cache+threshold "${BATCH8[@]}" "${B[@]}" --repeat 2
+run dualthr_batch32 --sampler dual_cache+threshold "${BATCH32[@]}" "${B[@]}" --repeat 1
+run dualthr_eager --sampler dual_cache+threshold "${G[@]}" --repeat 2
+run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
+run int8_dualthr --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
+# Memory at the long length: one step per block is enough to reach the peak.
+run int4_long_mem --weights int4:g64 --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" \
+  --block-length 32 --steps $((LONG / 32)) --repeat 1
+run int8_long_mem --weights int8 --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" \
+  --block-length 32 --steps $((LONG / 32)) --repeat 1
+log "done"
+[ "$DRY" = 1 ] && rm -rf "$MODEL_DIR"
+exit 0
