@@ -14,7 +14,8 @@
 #   tools/gpu/measure.sh       # there: device run carrying .device/gpudeps-slim.tar.xz and .device/official
 #   tools/gpu/measure.sh --dry                                # here: tiny shapes on the CPU, the
 #                                                             # same steps, so no lease is spent on a typo
-# Environment: OUT (default /tmp/unmask-gpu-out), LIMIT (seconds, default 470), MODEL_DIR.
+# Environment: OUT (default /tmp/unmask-gpu-out), LIMIT (seconds, default 470), MODEL_DIR,
+# STAGES (names of the stages to run, e.g. "official ref_long_eager"; default all).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 DRY=0
@@ -87,7 +88,10 @@ poll_peak() {  # prints the peak MiB above the idle figure, or null
   sort -n "$OUT/poll.txt" | tail -1 | awk -v b="$BASE_MIB" '{ print ($1 == "" ? "null" : $1 - b) }'
 }
 
+wanted() { [ -z "${STAGES:-}" ] || [[ " $STAGES " == *" $1 "* ]]; }
+
 official() {
+  wanted official || return
   [ "$(left)" -gt 120 ] || { log "skip official (time)"; return; }
   poll_start
   PYTHONUNBUFFERED=1 "$PY" bench/gpu/official_llada.py $STANDINS --model "$MODEL_DIR" --device "$DEVICE" \
@@ -100,6 +104,7 @@ official() {
 run() {
   local name=$1
   shift
+  wanted "$name" || return
   [ "$(left)" -gt 25 ] || { log "skip $name (time)"; return; }
   local t=$(date +%s)
   poll_start
@@ -133,8 +138,8 @@ run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
 run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs
 run dualthr_graphs --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
-run ref_long_graphs --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 \
-  --steps "$LONG_STEPS" --repeat 1 --cuda-graphs
+L=(--prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 --steps "$LONG_STEPS")
+run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs
 BATCH8=() BATCH32=()
 for i in $(seq 8); do BATCH8+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
 for i in $(seq 32); do BATCH32+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
@@ -142,6 +147,8 @@ B=(--gen-length "$SHORT" --block-length 32 --steps "$SHORT" --cuda-graphs)
 run dualthr_batch8 --sampler dual_cache+threshold "${BATCH8[@]}" "${B[@]}" --repeat 2
 run dualthr_batch32 --sampler dual_cache+threshold "${BATCH32[@]}" "${B[@]}" --repeat 1
 run dualthr_eager --sampler dual_cache+threshold "${G[@]}" --repeat 2
+run ref_long_eager --sampler reference "${L[@]}" --repeat 2
+run dual_long_graphs --sampler dual_cache "${L[@]}" --repeat 2 --cuda-graphs
 run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
 run int8_dualthr --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
 # Memory at the long length: one step per block is enough to reach the peak.
