@@ -12,6 +12,7 @@
 #include <set>
 
 #include "tests/fixtures/temp_checkpoint.h"
+#include "tests/fixtures/run_command.h"
 #include "tests/fixtures/test_paths.h"
 
 namespace unmask {
@@ -20,22 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 using nlohmann::json;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult r;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::CommandResult;
+using testing::RunCommand;
 
 const std::string kKjv = UNMASK_MODELS_DIR "/unmask-kjv";
 const std::string kEngine = std::string(UNMASK_ENGINE_BIN) + " generate --model " + kKjv;

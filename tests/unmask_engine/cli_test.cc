@@ -7,9 +7,11 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "tests/fixtures/temp_checkpoint.h"
+#include "tests/fixtures/run_command.h"
 #include "tests/fixtures/test_paths.h"
 
 namespace unmask {
@@ -18,22 +20,8 @@ namespace {
 using ::testing::HasSubstr;
 using nlohmann::json;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult r;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::CommandResult;
+using testing::RunCommand;
 
 std::string Join(const json& ids) {
   std::string s;
@@ -236,6 +224,79 @@ TEST(UnmaskEngineCliTest, TokenizeAndDetokenizeRoundTripThroughTheBinary) {
                                   " detokenize --tokenizer " + kLladaLikeTokenizer);
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_EQ(text.out, "hello <|eot_id|> world");
+}
+
+}  // namespace
+}  // namespace unmask
+
+namespace unmask {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RunCommand;
+using nlohmann::json;
+
+const std::string kTinyGenerate = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                                  unmask::testing::TestDataPath("tiny-llada") +
+                                  " --prompt-ids 1,2,3,4 --gen-length 16 --block-length 8 --steps 16 --json";
+
+// --repeat: the loaded model generates again; every run's time is reported, the output is the same.
+TEST(UnmaskEngineRunOptionsTest, RepeatReportsEveryRunAndTheSameOutput) {
+  testing::CommandResult once = RunCommand(kTinyGenerate + " --sampler dual_cache");
+  ASSERT_EQ(once.exit_code, 0) << once.out;
+  testing::CommandResult r = RunCommand(kTinyGenerate + " --sampler dual_cache --repeat 3");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json out = json::parse(r.out);
+  EXPECT_EQ(out["output"], json::parse(once.out)["output"]);
+  ASSERT_EQ(out["runs_seconds"].size(), 3u);
+  EXPECT_EQ(out["runs_seconds"][2], out["seconds"]);
+  EXPECT_TRUE(out["runs_identical"].get<bool>());
+  EXPECT_GT(out["load_seconds"].get<double>(), 0);
+  // The host's time in the forwards: part of the generation, never more.
+  EXPECT_GT(out["forward_seconds"].get<double>(), 0);
+  EXPECT_LE(out["forward_seconds"].get<double>(), out["seconds"].get<double>());
+  for (const char* bad : {" --repeat 0", " --repeat -1", " --repeat many"}) {
+    testing::CommandResult b = RunCommand(kTinyGenerate + bad);
+    EXPECT_NE(b.exit_code, 0) << bad;
+    EXPECT_THAT(b.out, HasSubstr("--repeat")) << bad;
+  }
+}
+
+// --weights: the loader's conversion in-process. bf16 through the segment is the checkpoint's
+// own bf16, so the ids are those of the plain load; quantized weights generate; nothing is left
+// in /dev/shm; a bad spec is named.
+TEST(UnmaskEngineRunOptionsTest, WeightsAreConvertedAsTheLoaderDoes) {
+  testing::CommandResult plain = RunCommand(kTinyGenerate);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  testing::CommandResult bf16 = RunCommand(kTinyGenerate + " --weights bf16");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.out;
+  EXPECT_EQ(json::parse(bf16.out)["output"], json::parse(plain.out)["output"]);
+  for (const char* spec : {"int8", "int4:g64"}) {
+    testing::CommandResult q = RunCommand(kTinyGenerate + " --weights " + spec);
+    ASSERT_EQ(q.exit_code, 0) << spec << ": " << q.out;
+    EXPECT_EQ(json::parse(q.out)["output"][0].size(), 16u) << spec;
+  }
+  testing::CommandResult leftovers = RunCommand("ls /dev/shm | grep -c unmask-engine");
+  EXPECT_EQ(leftovers.out, "0\n");
+  testing::CommandResult bad = RunCommand(kTinyGenerate + " --weights int9");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("--weights: precision spec 'int9'"));
+}
+
+// --cuda-graphs where graphs cannot run (a CPU build and device): said on stderr, the forwards
+// run eagerly, the output is unchanged.
+TEST(UnmaskEngineRunOptionsTest, CudaGraphsOnTheCpuSayWhyAndChangeNothing) {
+  testing::TempDir dir;
+  testing::CommandResult plain = RunCommand(kTinyGenerate);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  testing::CommandResult r = RunCommand("(" + kTinyGenerate + " --cuda-graphs 2>" + dir.File("err") + ")");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json out = json::parse(r.out);
+  EXPECT_EQ(out["output"], json::parse(plain.out)["output"]);
+  EXPECT_EQ(out["cuda_graphs"]["captures"], 0);
+  std::ifstream err(dir.File("err"));
+  const std::string said((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(said, HasSubstr("--cuda-graphs: graphs need --device cuda; the forwards run eagerly"));
 }
 
 }  // namespace

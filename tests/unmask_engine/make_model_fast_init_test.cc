@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/checkpoint/checkpoint.h"
+#include "tests/fixtures/run_command.h"
 #include "tests/fixtures/temp_checkpoint.h"
 #include "tests/fixtures/tiny_config.h"
 #include "tools/make_model/fast_init.h"
@@ -183,14 +184,8 @@ TEST(MakeModelFastInitTest, EveryDTypeStoresTheSameDraws) {
 }
 
 std::pair<int, std::string> RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, out};
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  testing::CommandResult r = testing::RunCommand(command);
+  return {r.exit_code, r.out};
 }
 
 TEST(MakeModelFastInitTest, CliFastInitCheckpointLoadsAndGeneratesInTheEngine) {
