@@ -80,6 +80,27 @@ TEST(TokenizeCommands, CliRoundTrip) {
   EXPECT_EQ(out, "Hi");
 }
 
+// --jsonl: many texts and id lists through one process, one JSON line each; blank lines skipped;
+// a bad line is named by its number and nothing is printed.
+TEST(TokenizeCommands, JsonlTakesOneValuePerLine) {
+  const std::string gpt2 = DataPath("gpt2/tokenizer.json");
+  std::string out, err;
+  EXPECT_EQ(RunCli({"tokenize", "--tokenizer", gpt2, "--jsonl", "--special"},
+                   "\"Hello world\"\n\n\"a\\nb<|endoftext|>\"\n\"\"\n", &out, &err), 0) << err;
+  EXPECT_EQ(out, "{\"ids\":[15496,995]}\n{\"ids\":[64,198,65,50256]}\n{\"ids\":[]}\n");
+  EXPECT_EQ(RunCli({"detokenize", "--tokenizer", gpt2, "--jsonl"}, "[15496, 995]\n{\"ids\": [64, 198, 65]}\n[]\n", &out, &err),
+            0) << err;
+  EXPECT_EQ(out, "{\"text\":\"Hello world\"}\n{\"text\":\"a\\nb\"}\n{\"text\":\"\"}\n");
+  EXPECT_EQ(RunCli({"tokenize", "--tokenizer", gpt2, "--jsonl"}, "\"ok\"\nplain text\n", &out, &err), 2);
+  EXPECT_NE(err.find("line 2: invalid JSON"), std::string::npos) << err;
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(RunCli({"tokenize", "--tokenizer", gpt2, "--jsonl"}, "\"ok\"\n[1, 2]\n", &out, &err), 2);
+  EXPECT_NE(err.find("line 2: expected a JSON string"), std::string::npos) << err;
+  EXPECT_EQ(RunCli({"detokenize", "--tokenizer", gpt2, "--jsonl"}, "[1]\n\n[99999]\n", &out, &err), 2);
+  EXPECT_NE(err.find("line 3: "), std::string::npos) << err;
+  EXPECT_NE(err.find("99999"), std::string::npos) << err;
+}
+
 TEST(TokenizeCommands, CliErrorsExitWithCode2) {
   const std::string gpt2 = DataPath("gpt2/tokenizer.json");
   std::string out, err;

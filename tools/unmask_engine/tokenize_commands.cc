@@ -57,8 +57,50 @@ std::string ReadAll(std::istream& in) {
 struct CommandOptions {
   std::string tokenizer_path;
   bool json = false;
-  bool flag = false;  // --special for tokenize, --skip-special for detokenize
+  bool flag = false;   // --special for tokenize, --skip-special for detokenize
+  bool jsonl = false;  // one JSON input per line, one JSON result per line
 };
+
+// --jsonl: `fn` maps each non-empty input line to its JSON result; an error names the line.
+template <typename Fn>
+StatusOr<std::string> EachJsonLine(std::string_view input, Fn fn) {
+  std::string out;
+  std::size_t line_no = 0, begin = 0;
+  while (begin < input.size()) {
+    std::size_t end = input.find('\n', begin);
+    if (end == std::string_view::npos) end = input.size();
+    const std::string_view line = input.substr(begin, end - begin);
+    begin = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    StatusOr<Json> result = fn(line);
+    if (!result.ok()) return InvalidArgumentError("line " + std::to_string(line_no) + ": " + result.status().message());
+    out += result->dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
+  return out;
+}
+
+StatusOr<std::string> TokenizeLines(const tokenizer::Tokenizer& tokenizer, std::string_view input, bool special) {
+  return EachJsonLine(input, [&](std::string_view line) -> StatusOr<Json> {
+    Json text;
+    try {
+      text = Json::parse(line.begin(), line.end());
+    } catch (const Json::exception& e) {
+      return InvalidArgumentError(std::string("invalid JSON: ") + e.what());
+    }
+    if (!text.is_string()) return InvalidArgumentError("expected a JSON string, got " + text.dump());
+    UNMASK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, tokenizer.Encode(text.get<std::string>(), special));
+    return Json{{"ids", ids}};
+  });
+}
+
+StatusOr<std::string> DetokenizeLines(const tokenizer::Tokenizer& tokenizer, std::string_view input, bool skip_special) {
+  return EachJsonLine(input, [&](std::string_view line) -> StatusOr<Json> {
+    UNMASK_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, ParseJsonIds(line));
+    UNMASK_ASSIGN_OR_RETURN(std::string text, tokenizer.Decode(ids, skip_special));
+    return Json{{"text", text}};
+  });
+}
 
 // Runs one subcommand: loads the tokenizer, reads stdin, writes the result or the error.
 template <typename Fn>
@@ -135,8 +177,10 @@ void AddTokenizeCommands(CLI::App& app, std::istream& in, std::ostream& out, std
   tok->add_option("--tokenizer", tok_opt->tokenizer_path, "tokenizer.json file (required)");
   tok->add_flag("--json", tok_opt->json, "print {\"ids\": [...]}");
   tok->add_flag("--special", tok_opt->flag, "parse special tokens such as <|eot_id|> in the text");
+  tok->add_flag("--jsonl", tok_opt->jsonl, "many texts: one JSON string per line in, one {\"ids\": [...]} per line out");
   tok->callback([tok_opt, &in, &out, &err] {
     Run("tokenize", *tok_opt, in, out, err, [&](const tokenizer::Tokenizer& t, const std::string& input) {
+      if (tok_opt->jsonl) return TokenizeLines(t, input, tok_opt->flag);
       return TokenizeToText(t, input, tok_opt->json, tok_opt->flag);
     });
   });
@@ -146,8 +190,10 @@ void AddTokenizeCommands(CLI::App& app, std::istream& in, std::ostream& out, std
   detok->add_option("--tokenizer", detok_opt->tokenizer_path, "tokenizer.json file (required)");
   detok->add_flag("--json", detok_opt->json, "print {\"text\": \"...\"}");
   detok->add_flag("--skip-special", detok_opt->flag, "leave special tokens out of the text");
+  detok->add_flag("--jsonl", detok_opt->jsonl, "many id lists: one JSON list or {\"ids\"} per line in, one {\"text\"} per line out");
   detok->callback([detok_opt, &in, &out, &err] {
     Run("detokenize", *detok_opt, in, out, err, [&](const tokenizer::Tokenizer& t, const std::string& input) {
+      if (detok_opt->jsonl) return DetokenizeLines(t, input, detok_opt->flag);
       return DetokenizeToText(t, input, detok_opt->json, detok_opt->flag);
     });
   });

@@ -1,23 +1,27 @@
 // Encodes the verse texts of TEXT_FILE (as one text, one verse per line), a rendered chat turn and
 // a string of awkward characters with Hugging Face's tokenizers.js and with `unmask-engine
-// tokenize` (one process per text: each start loads LibTorch), and fails on the first difference
-// in ids or in the text the ids decode back to.
-//   node compare.mjs TOKENIZER_JSON TEXT_FILE UNMASK_ENGINE
+// tokenize --jsonl` (all texts through one process), and fails on the first difference
+// in ids or in the text the ids decode back to (tokenizers.js's and unmask's `detokenize`).
+// GOLDEN_JSON (optional): a golden file whose cases[].text are checked too (gpt2.golden.json's
+// texts: spaces, digits, CJK, emoji, special-token strings, random mixes).
+//   node compare.mjs TOKENIZER_JSON TEXT_FILE UNMASK_ENGINE [GOLDEN_JSON]
 import { Tokenizer } from "@huggingface/tokenizers";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 
-const [tokenizerPath, textPath, engine] = process.argv.slice(2);
+const [tokenizerPath, textPath, engine, goldenPath] = process.argv.slice(2);
 if (!engine) {
-  console.error("usage: node compare.mjs TOKENIZER_JSON TEXT_FILE UNMASK_ENGINE");
+  console.error("usage: node compare.mjs TOKENIZER_JSON TEXT_FILE UNMASK_ENGINE [GOLDEN_JSON]");
   process.exit(2);
 }
 const tok = new Tokenizer(JSON.parse(fs.readFileSync(tokenizerPath, "utf8")), {});
 
-function unmaskIds(text) {
-  const r = spawnSync(engine, ["tokenize", "--tokenizer", tokenizerPath, "--json", "--special"], { input: text });
-  if (r.status !== 0) throw new Error(`unmask-engine tokenize failed: ${r.stderr}`);
-  return JSON.parse(r.stdout.toString()).ids;
+// All texts through one process each way (`--jsonl`: one JSON value per line).
+function unmask(command, inputs, extra) {
+  const input = inputs.map((v) => JSON.stringify(v) + "\n").join("");
+  const r = spawnSync(engine, [command, "--tokenizer", tokenizerPath, "--jsonl", ...extra], { input, maxBuffer: 1 << 28 });
+  if (r.status !== 0) throw new Error(`unmask-engine ${command} failed: ${r.stderr}`);
+  return r.stdout.toString().split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l));
 }
 
 const verses = fs.readFileSync(textPath, "utf8").split("\n").filter((l) => l.length > 0)
@@ -26,19 +30,27 @@ const texts = [verses.join("\n")];
 texts.push("<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nWhat does Genesis 1:1 say?<|eot_id|>" +
            "<|start_header_id|>assistant<|end_header_id|>\n\n");
 texts.push("  Two spaces, tabs\tand\nnewlines; digits 1234 and ünïcödé — “quotes” 's 've.");
+if (goldenPath) for (const c of JSON.parse(fs.readFileSync(goldenPath, "utf8")).cases) texts.push(c.text);
+const ourIds = unmask("tokenize", texts, ["--special"]).map((r) => r.ids);
+const ourTexts = unmask("detokenize", ourIds, []).map((r) => r.text);
 let checked = 0;
-for (const text of texts) {
+texts.forEach((text, i) => {
   const expected = tok.encode(text).ids;
-  const actual = unmaskIds(text);
+  const actual = ourIds[i];
   if (JSON.stringify(expected) !== JSON.stringify(actual)) {
     console.error(`ids differ for ${JSON.stringify(text)}\n tokenizers.js: ${expected}\n unmask:        ${actual}`);
     process.exit(1);
   }
-  const decoded = tok.decode(expected, { clean_up_tokenization_spaces: false });
+  // tokenizers.js refuses to decode an empty list; its text is the empty text.
+  const decoded = expected.length === 0 ? "" : tok.decode(expected, { clean_up_tokenization_spaces: false });
   if (decoded !== text) {
     console.error(`tokenizers.js does not round-trip ${JSON.stringify(text)}: ${JSON.stringify(decoded)}`);
     process.exit(1);
   }
+  if (ourTexts[i] !== decoded) {
+    console.error(`decoded texts differ for ${JSON.stringify(text)}\n tokenizers.js: ${JSON.stringify(decoded)}\n unmask:        ${JSON.stringify(ourTexts[i])}`);
+    process.exit(1);
+  }
   ++checked;
-}
+});
 console.log(`tokenizers.js and unmask agree on ${checked} texts (${verses.length} verses in the first)`);
