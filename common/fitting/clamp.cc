@@ -70,6 +70,11 @@ RequestShape ShapeOf(const GenerationRequest& r) {
   generation::DecodeRule rule;
   s.float64_confidence = generation::FastModeOf(r.params.sampler, &cache, &rule) &&
                          (cache != generation::CacheKind::kNone || rule != generation::DecodeRule::kSchedule);
+  s.nucleus = r.params.top_p < 1 || r.params.top_k > 0;
+  s.max_prob_confidence = r.params.sampler == generation::SamplerMode::kDreamPrefixCacheThreshold ||
+                          r.params.sampler == generation::SamplerMode::kDreamDualCacheThreshold ||
+                          r.params.alg == generation::DreamAlg::kOrigin ||
+                          r.params.alg == generation::DreamAlg::kMaskgitPlus;
   return s;
 }
 

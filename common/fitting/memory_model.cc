@@ -153,17 +153,20 @@ u64 DreamLogitRows(SamplerKind kind, u64 gen, u64 block, u64 seq, bool noise) {
 }
 
 // The bytes a logit of those rows at SampleTokens' largest moment (measured by bench_memory, the
-// Dream table: 0.99-1.04 of the prediction where the case is the one counted):
+// Dream table):
 //  - greedy: the float32 logits, then top_p's nucleus (sorted 4, int64 order 8, their softmax 4,
-//    cumsum 4, bool mask 1): 25; without top_p the softmax and the entropy alg's probs + eps, log
-//    and product (4 + 4 + 3·4): 20 (maskgit_plus and the threshold rule: logits and softmax, 8);
-//  - temperature > 0: the logits and their scaled copy, then top_p's nucleus: 4 + 4 + 21 = 29
-//    (without top_p: the softmax, its normalised copy and multinomial's exponential draws, 20;
-//    entropy after them 24). At bf16 the head's output and its float32 copy (6) come earlier.
-// RequestShape says neither top_p nor alg, so the larger is counted: greedy 25 (1.25x entropy
-// without top_p, ~3x maskgit_plus), temperature 29 (the model card's top_p 0.95: exact).
-SamplePhases DreamSampling(u64 row_logits, bool noise) {
-  const u64 bytes = Mul({row_logits, noise ? 2 * kF32 + 21 : kF32 + 21});
+//    cumsum 4, bool mask 1): 25; without a nucleus the softmax and the entropy alg's probs + eps,
+//    log and product (4 + 4 + 3·4), or topk_margin's sorted probabilities and their order: 20;
+//    the top probability alone (origin, maskgit_plus, the threshold modes): logits and softmax, 8;
+//  - temperature > 0: the logits and their scaled copy, then top_p's nucleus: 4 + 4 + 21 = 29;
+//    without a nucleus the softmax, its normalised copy and multinomial's exponential draws, 20,
+//    and the entropy or margin after them, 24.
+// At bf16 the head's output and its float32 copy (6) come earlier.
+SamplePhases DreamSampling(u64 row_logits, bool noise, bool nucleus, bool max_prob) {
+  const u64 per_logit = nucleus ? (noise ? 2 * kF32 + 21 : kF32 + 21)
+                        : noise ? (max_prob ? 20 : 24)
+                                : (max_prob ? 2 * kF32 : 20);
+  const u64 bytes = Mul({row_logits, per_logit});
   return {noise ? bytes : 0, bytes};
 }
 
@@ -223,7 +226,7 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   const bool f64_confidence = (cached && !llada2) || shape.float64_confidence;
   const SamplePhases sample =
       llada2  ? Llada2Sampling(row_logits, s, noise)
-      : dream ? DreamSampling(row_logits, noise)
+      : dream ? DreamSampling(row_logits, noise, shape.nucleus, shape.max_prob_confidence)
               : SamplePhases{noise ? Add({Mul({row_logits, s}), Mul({5, row_logits, kF64})}) : 0,
                              Add({Mul({2, row_logits, s}), noise ? Mul({row_logits, kF64}) : 0,
                                   f64_confidence ? Mul({row_logits, 2 * kF64}) : 0})};

@@ -85,6 +85,12 @@ struct RequestShape {
   // taken through a float32 log-softmax (phase "logprobs"), held through the noise and softmax
   // phases. ShapeOf sets it.
   bool logprobs = false;
+  // Dream's samplers (ShapeOf sets both from the parameters): `nucleus`, top_p < 1 or top_k > 0
+  // (the logits are sorted and filtered before the softmax); `max_prob_confidence`, the step's
+  // confidence is the top probability (alg origin or maskgit_plus, the threshold modes) rather than
+  // an entropy or a margin over the whole softmax. The defaults count the larger.
+  bool nucleus = true;
+  bool max_prob_confidence = false;
   // Given by the caller: the weight segment (WeightBytes, or the manifest's segment_bytes) and
   // the scratch a quantized model dequantizes into (DequantScratchBytes). Both are per device /
   // per process, not per request: they are reported apart from `peak`.

@@ -62,9 +62,10 @@ TEST(DreamMemory, DreamSamplesTheMaskedRowsInFloat32WithTopPsSort) {
         EstimateRequest(DreamConfig(), ShapeOf(Request(generation::SamplerMode::kDream, 32, 64, dtype)));
     const MemoryEstimate sampled =
         EstimateRequest(DreamConfig(), ShapeOf(Request(generation::SamplerMode::kDream, 32, 64, dtype, 0.2)));
-    // 64 masked rows (not the 96 of the canvas), whatever the compute dtype: float32 logits and
-    // top_p's sorted logits, int64 order, softmax, cumsum and mask (+ the scaled copy when sampling).
-    EXPECT_EQ(PhaseBytes(greedy, "softmax"), 64 * kVocab * 25) << dtype;
+    // 64 masked rows (not the 96 of the canvas), whatever the compute dtype: float32 logits, their
+    // softmax and the entropy alg's temporaries greedy without top_p; with top_p its sorted
+    // logits, int64 order, softmax, cumsum and mask (+ the scaled copy when sampling).
+    EXPECT_EQ(PhaseBytes(greedy, "softmax"), 64 * kVocab * 20) << dtype;
     EXPECT_EQ(greedy.peak_phase, "softmax");
     EXPECT_EQ(PhaseBytes(sampled, "noise"), 64 * kVocab * 29) << dtype;
     EXPECT_EQ(sampled.peak_phase, "noise");
@@ -78,6 +79,32 @@ TEST(DreamMemory, DreamSamplesTheMaskedRowsInFloat32WithTopPsSort) {
     noisy.params.top_p = 1.0;
     EXPECT_LT(sampled.peak, EstimateRequest(LladaWithDreamShapes(), ShapeOf(noisy)).peak) << dtype;
   }
+}
+
+// The request's top_p / top_k and alg decide the bytes a logit (bench_memory's Dream table).
+TEST(DreamMemory, TopPAndAlgDecideTheBytesALogit) {
+  const auto per_logit = [](double temperature, double top_p, std::int64_t top_k, generation::DreamAlg alg) {
+    GenerationRequest r = Request(generation::SamplerMode::kDream, 32, 64, 4, temperature);
+    r.params.top_p = top_p;
+    r.params.top_k = top_k;
+    r.params.alg = alg;
+    const MemoryEstimate e = EstimateRequest(DreamConfig(), ShapeOf(r));
+    return PhaseBytes(e, temperature > 0 ? "noise" : "softmax") / (64 * kVocab);
+  };
+  using generation::DreamAlg;
+  for (DreamAlg alg : {DreamAlg::kOrigin, DreamAlg::kMaskgitPlus, DreamAlg::kTopkMargin, DreamAlg::kEntropy}) {
+    const bool max_prob = alg == DreamAlg::kOrigin || alg == DreamAlg::kMaskgitPlus;
+    EXPECT_EQ(per_logit(0, 1.0, 0, alg), max_prob ? 8u : 20u) << generation::DreamAlgName(alg);
+    EXPECT_EQ(per_logit(0, 0.95, 0, alg), 25u) << generation::DreamAlgName(alg);  // the nucleus sorts
+    EXPECT_EQ(per_logit(0, 1.0, 50, alg), 25u) << generation::DreamAlgName(alg);   // so does top_k
+    EXPECT_EQ(per_logit(0.2, 1.0, 0, alg), max_prob ? 20u : 24u) << generation::DreamAlgName(alg);
+    EXPECT_EQ(per_logit(0.2, 0.95, 0, alg), 29u) << generation::DreamAlgName(alg);
+  }
+  // A request that says nothing (the shape's defaults) counts the largest.
+  RequestShape unsaid = ShapeOf(Request(generation::SamplerMode::kDream, 32, 64, 4));
+  unsaid.nucleus = RequestShape{}.nucleus;
+  unsaid.max_prob_confidence = RequestShape{}.max_prob_confidence;
+  EXPECT_EQ(PhaseBytes(EstimateRequest(DreamConfig(), unsaid), "softmax"), 64 * kVocab * 25);
 }
 
 TEST(DreamMemory, DreamLogitsGrowWithGenLengthNotPrompt) {
@@ -97,8 +124,11 @@ TEST(DreamMemory, CacheModesSampleTheWholeCanvasInTheRefreshCallWhenSampling) {
       const MemoryEstimate sampled = EstimateRequest(DreamConfig(), ShapeOf(Request(mode, 32, 256, dtype, 0.2)));
       ASSERT_GT(greedy.kv_cache, 0u);  // the K/V of the canvas, 2 KV heads
       EXPECT_EQ(greedy.kv_cache, 2ull * 4 * (2 * 32) * 288 * dtype);
-      // Greedy: the block's 32 rows (the refresh call samples one position).
-      EXPECT_EQ(PhaseBytes(greedy, "softmax") - greedy.kv_cache, 32 * kVocab * 25);
+      // Greedy: the block's 32 rows (the refresh call samples one position), the threshold modes'
+      // top probability (logits and softmax) or the entropy alg's temporaries.
+      const bool threshold = mode == generation::SamplerMode::kDreamPrefixCacheThreshold ||
+                             mode == generation::SamplerMode::kDreamDualCacheThreshold;
+      EXPECT_EQ(PhaseBytes(greedy, "softmax") - greedy.kv_cache, 32 * kVocab * (threshold ? 8 : 20));
       // Sampling: [288, V] float32 logits of the refresh call, their scaled copy and top_p's sort;
       // the LLaDA cache modes' block rows (the formula used before) measured up to 6x under it.
       EXPECT_EQ(PhaseBytes(sampled, "noise") - sampled.kv_cache, 288 * kVocab * 29);
