@@ -144,6 +144,14 @@ def render(s):
         out.append(f"| {label} | {'yes' if r['graphs'] else 'no'} | {r['batch']} | {r['steps_run']} | {sec:.2f}{first} |"
                    f" {tps:.1f} | {1000 * sec / r['steps_run']:.1f} | {r['forward_seconds'] / sec:.0%} |"
                    f" {tps / ref_tps:.2f}x | {share:.0%} | {r['peak_mib']:.0f} |")
+    timed = [(n, runs[n]) for n in ("ref_graphs_timed", "dual_graphs_timed") if "runs_seconds" in runs.get(n, {})]
+    if timed:
+        out += ["", "Where a step's time goes (`--time-forwards`: each forward waited for on the device):", "",
+                "| mode | forwards | ms per step | forward ms (device included) | the sampler's ms |", "|---|---|---|---|---|"]
+        for _, r in timed:
+            sec, n = best(r), r["steps_run"]
+            out.append(f"| {r['sampler']} + graphs | {n} | {1000 * sec / n:.1f} | {1000 * r['forward_seconds'] / n:.1f} |"
+                       f" {1000 * (sec - r['forward_seconds']) / n:.1f} |")
     out += ["", "Peak GPU memory (nvidia-smi's memory.used, polled every 50 ms, above the idle figure: the CUDA"
             " context and the caching allocator's reserve included):", "",
             "| weights | run | gen_length | peak MiB | peak GiB |", "|---|---|---|---|---|"]

@@ -82,6 +82,10 @@ class CudaGraphedForward : public GraphedForward {
   // Captures the forward on a side stream (CUDA graphs cannot capture the default stream), after
   // one eager run there. False, and eager from then on, when the capture fails.
   bool Capture(const PackedSegment& segment, const Key& key) {
+    // Every capture of this generation shares one memory pool, so a block's capture reuses what
+    // the last one freed. The old graph lives until the new capture has joined the pool (a pool
+    // no graph holds is given up) and is never replayed again; its output is dropped first.
+    std::unique_ptr<at::cuda::CUDAGraph> previous = std::move(graph_);
     Drop();
     plan_ = model_.PlanForward({segment});
     c10::cuda::device_synchronize();  // the side stream must see what the default stream wrote
@@ -91,9 +95,10 @@ class CudaGraphedForward : public GraphedForward {
       model_.RunForward(*plan_);  // lazy set-up (cuBLAS handles, workspaces) outside the capture
       stream.synchronize();
       graph_ = std::make_unique<at::cuda::CUDAGraph>();
-      graph_->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      graph_->capture_begin(pool_, cudaStreamCaptureModeThreadLocal);
       out_ = model_.RunForward(*plan_)[0];
       graph_->capture_end();
+      previous.reset();  // not during the capture: destroying a graph is no call to make while capturing
     } catch (const std::exception& e) {
       std::cerr << "unmask: CUDA graph capture failed, the forwards run eagerly from now on: " << e.what() << "\n";
       cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -122,6 +127,7 @@ class CudaGraphedForward : public GraphedForward {
   }
 
   const LladaModel& model_;
+  const decltype(at::cuda::graph_pool_handle()) pool_ = at::cuda::graph_pool_handle();
   std::shared_ptr<const LladaModel::ForwardPlan> plan_;  // the captured forward's: its tensors stay where the graph reads them
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
   at::Tensor out_;

@@ -32,6 +32,10 @@ struct ModelOptions {
   // segment shape, ids tensor and cache) are captured once as a CUDA graph and replayed
   // (cuda_graph_forward.h), so the host launches one graph instead of every layer's operators.
   bool cuda_graphs = false;
+  // Wait for each generation step's forward to finish on the device before the sampler goes on,
+  // so that GenerationResult::forward_seconds is the forward's whole time, device included, and
+  // the rest of a generation's time is the sampler's (a profiling switch: costs one wait a step).
+  bool time_forwards = false;
 };
 
 // A per-thread attention chunk for the forward passes this thread runs while the object lives

@@ -42,7 +42,8 @@ struct GenerationResult {
   const char* sampler = "reference";
   // Host time spent in the model's forwards: the whole forward on the CPU; on a GPU the time to
   // launch its work (the device runs behind), so that a forward_seconds close to `seconds` says
-  // the host, not the device, sets the pace.
+  // the host, not the device, sets the pace. With ModelOptions::time_forwards, the forwards'
+  // whole time, the device's included.
   double forward_seconds = 0;
   // Forwards captured as CUDA graphs and replayed (ModelOptions::cuda_graphs), 0 without.
   std::int64_t graph_captures = 0, graph_replays = 0;

@@ -6,7 +6,6 @@
 #include <memory>
 #include <string>
 
-#include "common/model/cuda_graph_forward.h"
 #include "common/model/threading.h"
 #include "common/sampler/dream_cache_sampler.h"
 #include "common/sampler/dream_sampler.h"
@@ -50,6 +49,14 @@ StatusOr<std::unique_ptr<StepSampler>> StartStepSampler(const model::LladaModel&
   return StartStepSampler(params.sampler, model, prompts, params, generation::FastOptionsOf(params));
 }
 
+at::Tensor StepSampler::ForwardAlone(const model::LladaModel& model, const model::PackedSegment& segment) {
+  if (!graphs_made_) {
+    graphs_ = model::GraphedForward::Make(model);
+    graphs_made_ = true;
+  }
+  return graphs_ ? graphs_->Hidden(segment) : model.HiddenPacked({segment})[0];
+}
+
 namespace {
 
 Status StepError(const StepSampler& sampler, const std::exception& e) {
@@ -62,6 +69,10 @@ std::vector<StatusOr<at::Tensor>> Forwards(const model::LladaModel& model, const
                                            const std::vector<model::PackedSegment>& segments) {
   std::vector<StatusOr<at::Tensor>> hidden;
   try {
+    if (segments.size() == 1) {  // one generation alone: its CUDA graphs where it has them
+      hidden.emplace_back(samplers[0]->ForwardAlone(model, segments[0]));
+      return hidden;
+    }
     for (at::Tensor& h : model.HiddenPacked(segments)) hidden.emplace_back(std::move(h));
     return hidden;
   } catch (const std::exception&) {
@@ -128,12 +139,12 @@ StatusOr<GenerationResult> RunSteps(const model::LladaModel& model, StepSampler&
   };
   try {
     std::vector<std::vector<std::optional<TokenLogprob>>> logprobs;
-    const std::unique_ptr<model::GraphedForward> graphs = model::GraphedForward::Make(model);
     double forward_seconds = 0;
     while (sampler.running()) {
       const model::PackedSegment segment = sampler.NextForward();
       const auto forward_start = std::chrono::steady_clock::now();
-      const at::Tensor hidden = graphs ? graphs->Hidden(segment) : model.HiddenPacked({segment})[0];
+      const at::Tensor hidden = sampler.ForwardAlone(model, segment);
+      if (model.options().time_forwards) (void)hidden.flatten()[0].item<float>();  // waits for the device
       forward_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
       StepEvent ev = sampler.FinishStep(hidden);
       ev.elapsed_seconds = since_start();
@@ -145,10 +156,8 @@ StatusOr<GenerationResult> RunSteps(const model::LladaModel& model, StepSampler&
     result.logprobs = std::move(logprobs);
     result.seconds = since_start();
     result.forward_seconds = forward_seconds;
-    if (graphs) {
-      result.graph_captures = graphs->captures();
-      result.graph_replays = graphs->replays();
-    }
+    result.graph_captures = sampler.graph_captures();
+    result.graph_replays = sampler.graph_replays();
     return result;
   } catch (const std::exception& e) {
     return InternalError(what + ": " + e.what());

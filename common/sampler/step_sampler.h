@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model/cuda_graph_forward.h"
 #include "common/model/llada_model.h"
 #include "common/model/packed_segment.h"
 #include "common/sampler/sampler_params.h"
@@ -44,6 +45,18 @@ class StepSampler {
   virtual GenerationResult Result() const = 0;
   // Bytes of K/V cache held between steps.
   virtual std::int64_t CacheBytes() const = 0;
+
+  // The forward of this sampler's step run alone: model.HiddenPacked({segment})[0], replayed from
+  // this generation's CUDA graphs where the model has them on (ModelOptions::cuda_graphs,
+  // cuda_graph_forward.h; a replayed result is valid until the next call).
+  at::Tensor ForwardAlone(const model::LladaModel& model, const model::PackedSegment& segment);
+  // Forwards captured as CUDA graphs and replayed so far (0 without graphs).
+  std::int64_t graph_captures() const { return graphs_ ? graphs_->captures() : 0; }
+  std::int64_t graph_replays() const { return graphs_ ? graphs_->replays() : 0; }
+
+ private:
+  bool graphs_made_ = false;
+  std::unique_ptr<model::GraphedForward> graphs_;
 };
 
 // The sampler for `mode` (FastOptions as in sampler_registry.h's Generate; kLlada2 takes its

@@ -31,6 +31,7 @@ StatusOr<model::ModelOptions> ModelOptionsFrom(const ExecutorServerOptions& f, c
   mopts.precision_why = choice.why;
   mopts.device = f.core.device;
   mopts.attention_query_chunk = f.attention_chunk;
+  mopts.cuda_graphs = f.cuda_graphs;
   return mopts;
 }
 

@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
                  "scheduler's memory clamp, applies when smaller)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("--cuda-graphs", f.cuda_graphs,
+               "On cuda: a job whose step runs alone captures its repeating forwards as CUDA graphs and replays "
+               "them (packed steps of several jobs run eagerly)");
   app.add_option("--executor-id", f.core.executor_id, "Name reported to the loader and the scheduler");
   app.add_option("--workers", f.core.workers,
                  "Threads that each run a batch of jobs (continuous batching: one packed forward per step)")

@@ -255,6 +255,13 @@ TEST(UnmaskEngineRunOptionsTest, RepeatReportsEveryRunAndTheSameOutput) {
   // The host's time in the forwards: part of the generation, never more.
   EXPECT_GT(out["forward_seconds"].get<double>(), 0);
   EXPECT_LE(out["forward_seconds"].get<double>(), out["seconds"].get<double>());
+  // --time-forwards waits for each forward: the same output, the forwards still within the run.
+  testing::CommandResult timed = RunCommand(kTinyGenerate + " --sampler dual_cache --time-forwards");
+  ASSERT_EQ(timed.exit_code, 0) << timed.out;
+  const json t = json::parse(timed.out);
+  EXPECT_EQ(t["output"], out["output"]);
+  EXPECT_GT(t["forward_seconds"].get<double>(), 0);
+  EXPECT_LE(t["forward_seconds"].get<double>(), t["seconds"].get<double>());
   for (const char* bad : {" --repeat 0", " --repeat -1", " --repeat many"}) {
     testing::CommandResult b = RunCommand(kTinyGenerate + bad);
     EXPECT_NE(b.exit_code, 0) << bad;

@@ -138,6 +138,9 @@ run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
 run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs
 run dualthr_graphs --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
+# Where a step's time goes: the forward (waited for on the device) against the sampler's rest.
+run dual_graphs_timed --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --time-forwards
+run ref_graphs_timed --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --time-forwards
 L=(--prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 --steps "$LONG_STEPS")
 run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs
 BATCH8=() BATCH32=()

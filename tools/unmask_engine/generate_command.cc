@@ -296,6 +296,7 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   mopts.device = o.device;
   mopts.attention_query_chunk = o.attention_chunk;
   mopts.cuda_graphs = o.cuda_graphs;
+  mopts.time_forwards = o.time_forwards;
   if (o.cuda_graphs && (!device->is_cuda() || !model::GraphedForward::Available()))
     err << "unmask-engine generate: --cuda-graphs: "
         << (device->is_cuda() ? "this build's LibTorch has no CUDA graphs" : "graphs need --device cuda")
@@ -413,6 +414,8 @@ void AddGenerateCommand(CLI::App& app) {
                   "Convert or quantize the weights as the loader does: int8, int4:g64, bf16, ... (default: as stored)");
   cmd->add_flag("--cuda-graphs", opts->cuda_graphs,
                 "cuda: capture the generation's repeating forwards as CUDA graphs and replay them");
+  cmd->add_flag("--time-forwards", opts->time_forwards,
+                "Wait for each forward on the device, so --json's forward_seconds is the forwards' whole time");
   cmd->add_option("--repeat", opts->repeat, "Run the generation this many times on the loaded model (--json: runs_seconds)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
