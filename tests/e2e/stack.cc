@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -116,18 +115,6 @@ int Stack::StartScheduler(const std::vector<std::string>& extra) {
 
 CliResult Stack::Cli(int scheduler, const std::string& args) const {
   return RunCli("--scheduler " + scheduler_address(scheduler) + " " + args);
-}
-
-CliResult RunCommand(const std::string& command) {
-  CliResult r;
-  const std::string cmd = command + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
 }
 
 CliResult RunCli(const std::string& args) { return RunCommand(std::string(CLI_BIN) + " " + args); }

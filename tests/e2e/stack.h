@@ -8,20 +8,18 @@
 #include <vector>
 
 #include "tests/e2e/process.h"
+#include "tests/fixtures/run_command.h"
 #include "tests/fixtures/temp_checkpoint.h"
 
 namespace unmask::testing {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;
-};
+// Any command line, through the shell (stdout and stderr together): RunCommand of
+// tests/fixtures/run_command.h.
+using CliResult = CommandResult;
 
 // The unmask CLI with `args` (stdout and stderr together), e.g. loader commands that need no
 // scheduler.
 CliResult RunCli(const std::string& args);
-// Any command line, through the shell (stdout and stderr together).
-CliResult RunCommand(const std::string& command);
 // The port a scheduler started with --http-port 0 serves the OpenAI-compatible API on (from its
 // start-up log); -1 when it serves none.
 int HttpPort(Process& scheduler);
