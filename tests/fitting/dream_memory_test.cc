@@ -49,6 +49,9 @@ GenerationRequest Request(generation::SamplerMode mode, std::int64_t prompt, std
   return r;
 }
 
+// At bf16 the head's own output stays alive beside the float32 logits: 2 more bytes a logit.
+std::uint64_t BfHead(int dtype) { return dtype == 2 ? 2 : 0; }
+
 std::uint64_t PhaseBytes(const MemoryEstimate& e, const std::string& name) {
   for (const auto& p : e.phases)
     if (p.name == name) return p.bytes;
@@ -65,9 +68,9 @@ TEST(DreamMemory, DreamSamplesTheMaskedRowsInFloat32WithTopPsSort) {
     // 64 masked rows (not the 96 of the canvas), whatever the compute dtype: float32 logits, their
     // softmax and the entropy alg's temporaries greedy without top_p; with top_p its sorted
     // logits, int64 order, softmax, cumsum and mask (+ the scaled copy when sampling).
-    EXPECT_EQ(PhaseBytes(greedy, "softmax"), 64 * kVocab * 20) << dtype;
+    EXPECT_EQ(PhaseBytes(greedy, "softmax"), 64 * kVocab * (20 + BfHead(dtype))) << dtype;
     EXPECT_EQ(greedy.peak_phase, "softmax");
-    EXPECT_EQ(PhaseBytes(sampled, "noise"), 64 * kVocab * 29) << dtype;
+    EXPECT_EQ(PhaseBytes(sampled, "noise"), 64 * kVocab * (29 + BfHead(dtype))) << dtype;
     EXPECT_EQ(sampled.peak_phase, "noise");
     // Greedy, more than the LLaDA reference's compute-dtype logits and softmax over the canvas
     // (which measured 1.7-4.5x under what dream allocates)...
@@ -128,10 +131,10 @@ TEST(DreamMemory, CacheModesSampleTheWholeCanvasInTheRefreshCallWhenSampling) {
       // top probability (logits and softmax) or the entropy alg's temporaries.
       const bool threshold = mode == generation::SamplerMode::kDreamPrefixCacheThreshold ||
                              mode == generation::SamplerMode::kDreamDualCacheThreshold;
-      EXPECT_EQ(PhaseBytes(greedy, "softmax") - greedy.kv_cache, 32 * kVocab * (threshold ? 8 : 20));
+      EXPECT_EQ(PhaseBytes(greedy, "softmax") - greedy.kv_cache, 32 * kVocab * ((threshold ? 8 : 20) + BfHead(dtype)));
       // Sampling: [288, V] float32 logits of the refresh call, their scaled copy and top_p's sort;
       // the LLaDA cache modes' block rows (the formula used before) measured up to 6x under it.
-      EXPECT_EQ(PhaseBytes(sampled, "noise") - sampled.kv_cache, 288 * kVocab * 29);
+      EXPECT_EQ(PhaseBytes(sampled, "noise") - sampled.kv_cache, 288 * kVocab * (29 + BfHead(dtype)));
       EXPECT_EQ(sampled.peak_phase, "noise");
       const MemoryEstimate longer = EstimateRequest(DreamConfig(), ShapeOf(Request(mode, 1024, 256, dtype, 0.2)));
       EXPECT_GT(longer.logits, 4 * sampled.logits);  // the canvas, prompt included
