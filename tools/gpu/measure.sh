@@ -17,7 +17,7 @@
 # Environment: OUT (default /tmp/unmask-gpu-out), LIMIT (seconds, default 470), MODEL_DIR,
 # STAGES (names of the stages to run, e.g. "official ref_long_eager"; default all).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 DRY=0
 [ "${1:-}" = --dry ] && DRY=1
 OUT=${OUT:-/tmp/unmask-gpu-out}
@@ -41,9 +41,9 @@ if [ "$DRY" = 1 ]; then
     tar xJf .device/gpudeps-slim.tar.xz -C /tmp/unmask-gpudeps-dry || { log "no .device/gpudeps-slim.tar.xz"; exit 1; }
   export LD_LIBRARY_PATH=/tmp/unmask-gpudeps-dry/usr/lib/x86_64-linux-gnu
 else
-  GPUDEPS=.device/gpudeps-slim.tar.xz
+  export GPUDEPS=.device/gpudeps-slim.tar.xz  # read by env.sh
   source tools/gpu/env.sh
-  DEVICE=cuda PRECISION=bf16 DTYPE=bf16 STANDINS= PY=python3  # PyTorch 2.11 with CUDA
+  DEVICE=cuda PRECISION=bf16 DTYPE=bf16 STANDINS='' PY=python3  # PyTorch 2.11 with CUDA
   MODEL_DIR=${MODEL_DIR:-/tmp/unmask-m8b}
   # LLaDA-8B: d_model 4096, 32 layers, 32 heads, MLP 12288, vocabulary 126464 (8.02 B parameters).
   SHAPE=(--d-model 4096 --n-layers 32 --n-heads 32 --mlp-hidden-size 12288 --vocab-size 126464 --shards 4)
@@ -106,7 +106,8 @@ run() {
   shift
   wanted "$name" || return
   [ "$(left)" -gt 25 ] || { log "skip $name (time)"; return; }
-  local t=$(date +%s)
+  local t
+  t=$(date +%s)
   poll_start
   "$ENGINE" generate --model "$MODEL_DIR" --device "$DEVICE" --precision "$PRECISION" --json "$@" \
     > "$OUT/run.json" 2> "$OUT/run.err"
