@@ -73,6 +73,7 @@ RequestShape ShapeOf(const GenerationRequest& r) {
   s.nucleus = r.params.top_p < 1 || r.params.top_k > 0;
   s.max_prob_confidence = r.params.sampler == generation::SamplerMode::kDreamPrefixCacheThreshold ||
                           r.params.sampler == generation::SamplerMode::kDreamDualCacheThreshold ||
+                          r.params.sampler == generation::SamplerMode::kDreamFastdllmThreshold ||
                           r.params.alg == generation::DreamAlg::kOrigin ||
                           r.params.alg == generation::DreamAlg::kMaskgitPlus;
   return s;
@@ -109,11 +110,11 @@ bool WithinModel(const checkpoint::LladaConfig& config, const GenerationRequest&
   return generation::SequenceLength(t.params, asked.prompt_length) <= config.max_sequence_length;
 }
 
-// ChooseLengths for `p`'s sampler: dream has no blocks (block_length = gen_length), so the
-// largest gen_length that fits.
+// ChooseLengths for `p`'s sampler: dream and the uncached Fast-dLLM Dream modes have no blocks
+// (block_length = gen_length), so the largest gen_length that fits.
 std::optional<Lengths> ChooseFor(const generation::GenerationParams& p, std::int64_t max_gen, std::int64_t floor,
                                  const std::function<bool(std::int64_t, std::int64_t)>& fits) {
-  if (p.sampler != generation::SamplerMode::kDream) return ChooseLengths(max_gen, p.block_length, floor, fits);
+  if (!generation::HasNoBlocks(p.sampler)) return ChooseLengths(max_gen, p.block_length, floor, fits);
   std::optional<Lengths> l = ChooseLengths(max_gen, 1, floor, [&](std::int64_t gen, std::int64_t) { return fits(gen, gen); });
   if (l) l->block = l->gen;
   return l;

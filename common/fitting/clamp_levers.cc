@@ -67,7 +67,7 @@ void Clamper::Drop(const std::string& field) {
 
 void Clamper::SetLengths(const Lengths& l, const std::string& why_gen, const std::string& why_block) {
   if (l.gen != r_.params.gen_length) Record("gen_length", Str(asked_.params.gen_length), Str(l.gen), why_gen);
-  const bool dream = r_.params.sampler == generation::SamplerMode::kDream;  // no blocks: block_length follows gen_length
+  const bool dream = generation::HasNoBlocks(r_.params.sampler);  // no blocks: block_length follows gen_length
   if (l.block != r_.params.block_length && !dream) Record("block_length", Str(asked_.params.block_length), Str(l.block), why_block);
   r_.params.gen_length = l.gen;
   r_.params.block_length = l.block;
@@ -75,7 +75,7 @@ void Clamper::SetLengths(const Lengths& l, const std::string& why_gen, const std
 
 void Clamper::FinishSteps() {
   if (r_.params.gen_length == asked_.params.gen_length && r_.params.block_length == asked_.params.block_length) return;
-  if (r_.params.sampler == generation::SamplerMode::kDream) {  // all the steps, over gen_length
+  if (generation::HasNoBlocks(r_.params.sampler)) {  // all the steps, over gen_length
     const std::int64_t steps = std::max<std::int64_t>(
         1, std::llround(static_cast<double>(asked_.params.steps) * r_.params.gen_length / asked_.params.gen_length));
     if (steps != asked_.params.steps)

@@ -33,7 +33,7 @@ void ResolveLengths(std::optional<std::int64_t> gen_length, std::optional<std::i
   const bool llada2 = IsBlockDiffusion(p.sampler);
   if (block_length) {
     p.block_length = *block_length;
-  } else if (p.sampler == SamplerMode::kDream) {
+  } else if (HasNoBlocks(p.sampler)) {
     p.block_length = p.gen_length;
   } else if (llada2) {
     p.block_length = kDefaultMaxBlockLength;

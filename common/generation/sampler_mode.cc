@@ -27,7 +27,8 @@ const std::vector<SamplerMode>& AllSamplerModes() {
     all.push_back(SamplerMode::kLlada2);
     all.push_back(SamplerMode::kLlada21);
     for (SamplerMode m : {SamplerMode::kDream, SamplerMode::kDreamPrefixCache, SamplerMode::kDreamDualCache,
-                          SamplerMode::kDreamPrefixCacheThreshold, SamplerMode::kDreamDualCacheThreshold})
+                          SamplerMode::kDreamPrefixCacheThreshold, SamplerMode::kDreamDualCacheThreshold,
+                          SamplerMode::kDreamFastdllm, SamplerMode::kDreamFastdllmThreshold})
       all.push_back(m);
     return all;
   }();
@@ -42,6 +43,8 @@ bool DreamCacheModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
     case SamplerMode::kDreamDualCache: *cache = CacheKind::kDual; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kDreamPrefixCacheThreshold: *cache = CacheKind::kPrefix; *rule = DecodeRule::kThreshold; return true;
     case SamplerMode::kDreamDualCacheThreshold: *cache = CacheKind::kDual; *rule = DecodeRule::kThreshold; return true;
+    case SamplerMode::kDreamFastdllm: *cache = CacheKind::kNone; *rule = DecodeRule::kSchedule; return true;
+    case SamplerMode::kDreamFastdllmThreshold: *cache = CacheKind::kNone; *rule = DecodeRule::kThreshold; return true;
     default: return false;
   }
 }
@@ -50,6 +53,10 @@ bool IsDreamFamily(SamplerMode mode) {
   CacheKind cache;
   DecodeRule rule;
   return mode == SamplerMode::kDream || DreamCacheModeOf(mode, &cache, &rule);
+}
+
+bool HasNoBlocks(SamplerMode mode) {
+  return mode == SamplerMode::kDream || mode == SamplerMode::kDreamFastdllm || mode == SamplerMode::kDreamFastdllmThreshold;
 }
 
 bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
@@ -61,7 +68,9 @@ bool FastModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule) {
     case SamplerMode::kDreamPrefixCache:
     case SamplerMode::kDreamDualCache:
     case SamplerMode::kDreamPrefixCacheThreshold:
-    case SamplerMode::kDreamDualCacheThreshold: return false;
+    case SamplerMode::kDreamDualCacheThreshold:
+    case SamplerMode::kDreamFastdllm:
+    case SamplerMode::kDreamFastdllmThreshold: return false;
     case SamplerMode::kBlockLogits: *cache = CacheKind::kNone; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kPrefixCache: *cache = CacheKind::kPrefix; *rule = DecodeRule::kSchedule; return true;
     case SamplerMode::kDualCache: *cache = CacheKind::kDual; *rule = DecodeRule::kSchedule; return true;
@@ -84,6 +93,8 @@ const char* SamplerModeName(SamplerMode mode) {
     case SamplerMode::kDreamDualCache: return "dream_dual_cache";
     case SamplerMode::kDreamPrefixCacheThreshold: return "dream_prefix_cache+threshold";
     case SamplerMode::kDreamDualCacheThreshold: return "dream_dual_cache+threshold";
+    case SamplerMode::kDreamFastdllm: return "dream_fastdllm";
+    case SamplerMode::kDreamFastdllmThreshold: return "dream_fastdllm+threshold";
     default: break;
   }
   CacheKind cache;

@@ -16,6 +16,9 @@
 //   dream_prefix_cache, dream_dual_cache, dream_prefix_cache+threshold, dream_dual_cache+threshold
 //                            Fast-dLLM's Dream sampler with its caches and confidence threshold
 //                            (common/sampler/dream_cache_sampler.h)
+//   dream_fastdllm, dream_fastdllm+threshold
+//                            the same sampler without a cache: its round-half-even schedule over
+//                            the whole generation, or its threshold rule
 //   The Dream modes are the modes of Dream models (shifted prediction), and theirs only.
 #pragma once
 
@@ -47,6 +50,8 @@ enum class SamplerMode {
   kDreamDualCache,
   kDreamPrefixCacheThreshold,
   kDreamDualCacheThreshold,
+  kDreamFastdllm,
+  kDreamFastdllmThreshold,
 };
 
 // Every mode, in the order above.
@@ -57,6 +62,9 @@ const std::vector<SamplerMode>& LladaSamplerModes();
 bool IsBlockDiffusion(SamplerMode mode);
 // dream or one of Fast-dLLM's Dream modes: the modes of Dream models.
 bool IsDreamFamily(SamplerMode mode);
+// dream, dream_fastdllm and dream_fastdllm+threshold: no blocks (block_length is gen_length) and
+// `steps` are all the steps, over the whole generation.
+bool HasNoBlocks(SamplerMode mode);
 // The cache and rule of Fast-dLLM's Dream modes (false for the others, dream included).
 bool DreamCacheModeOf(SamplerMode mode, CacheKind* cache, DecodeRule* rule);
 StatusOr<SamplerMode> ParseSamplerMode(const std::string& text);  // error lists the names

@@ -24,10 +24,12 @@ Status ValidateLengths(const GenerationParams& p) {
     return InvalidFieldError("gen_length", "must be in [1, " + Int(kMaxGenLength) + "], got " + Int(p.gen_length));
   if (p.block_length < 1) return InvalidFieldError("block_length", "must be >= 1, got " + Int(p.block_length));
   if (p.steps < 1) return InvalidFieldError("steps", "must be >= 1, got " + Int(p.steps));
-  if (p.sampler == SamplerMode::kDream) {
-    // Dream's diffusion_generate has no blocks; any number of steps runs (a step may commit none).
+  if (HasNoBlocks(p.sampler)) {
+    // Dream's diffusion_generate and Fast-dLLM's uncached Dream sampler have no blocks; any number
+    // of steps runs (a step may commit none).
     if (p.block_length != p.gen_length)
-      return InvalidFieldError("block_length", "sampler 'dream' has no blocks: leave it out or give gen_length (" +
+      return InvalidFieldError("block_length", std::string("sampler '") + SamplerModeName(p.sampler) +
+                                                   "' has no blocks: leave it out or give gen_length (" +
                                                    Int(p.gen_length) + "), got " + Int(p.block_length));
     if (p.steps > kMaxGenLength)
       return InvalidFieldError("steps", "must be <= " + Int(kMaxGenLength) + ", got " + Int(p.steps));

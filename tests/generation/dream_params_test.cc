@@ -162,6 +162,38 @@ TEST(DreamParams, FastdllmsDreamModesTakeBlocksAndDreamsOptions) {
   EXPECT_FALSE(IsDreamFamily(SamplerMode::kDualCacheThreshold));
 }
 
+// Fast-dLLM's Dream sampler without a cache: no blocks (as dream), its steps over the whole
+// generation, Dream's options, no origin under the schedule, Dream models only.
+TEST(DreamParams, FastdllmsUncachedDreamModesHaveNoBlocks) {
+  const std::pair<const char*, SamplerMode> names[] = {{"dream_fastdllm", SamplerMode::kDreamFastdllm},
+                                                       {"dream_fastdllm+threshold", SamplerMode::kDreamFastdllmThreshold}};
+  checkpoint::LladaConfig dream;
+  dream.architecture = checkpoint::Architecture::kDream;
+  for (const auto& [name, mode] : names) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(*ParseSamplerMode(name), mode);
+    EXPECT_STREQ(SamplerModeName(mode), name);
+    EXPECT_TRUE(IsDreamFamily(mode));
+    EXPECT_TRUE(HasNoBlocks(mode));
+    EXPECT_TRUE(ValidateSamplerForModel(mode, dream).ok());
+    EXPECT_EQ(ValidateSamplerForModel(mode, checkpoint::LladaConfig{}).field(), "sampler");
+    GenerationParams p;
+    p.sampler = mode;
+    ResolveLengths(4, std::nullopt, 10, p);  // more steps than tokens: steps that commit nothing are dropped
+    EXPECT_EQ(p.block_length, 4);
+    EXPECT_EQ(p.steps, 10);
+    EXPECT_TRUE(ValidateFields(p).ok()) << ValidateFields(p).ToString();
+    p.block_length = 2;
+    EXPECT_EQ(ValidateFields(p).field(), "block_length");
+    EXPECT_THAT(ValidateFields(p).message(), HasSubstr("sampler '" + std::string(name) + "' has no blocks"));
+    p.block_length = 4;
+    p.alg = DreamAlg::kOrigin;
+    EXPECT_EQ(ValidateFields(p).ok(), mode == SamplerMode::kDreamFastdllmThreshold);
+  }
+  EXPECT_FALSE(HasNoBlocks(SamplerMode::kDreamDualCache));
+  EXPECT_TRUE(HasNoBlocks(SamplerMode::kDream));
+}
+
 TEST(DreamParams, TheProtoDoorTakesTheModelsDefaultAndItsOptions) {
   v1::GenerationParams wire;
   wire.set_gen_length(48);

@@ -15,8 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/generation/validate.h"
 #include "common/model/llada_model.h"
 #include "common/sampler/dream_cache_sampler.h"
+#include "common/sampler/sampler_registry.h"
 #include "common/sampler/step_sampler.h"
 #include "tests/sampler/moe_golden_files.h"
 
@@ -116,6 +118,27 @@ TEST_P(DreamCacheGoldenTest, MatchesTheOfficialFastdllmSampler) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, DreamCacheGoldenTest, ::testing::Range(0, kCases));
+
+// The uncached cases through the modes a user names (dream_fastdllm, dream_fastdllm+threshold)
+// and the registry's Generate: the official ids and calls.
+TEST(DreamCacheSampler, TheUncachedModesByNameGiveTheOfficialIds) {
+  int checked = 0;
+  for (const json& c : Golden()["cases"]) {
+    if (!c["use_cache"].is_null() || !c["right_shift_logits"].get<bool>()) continue;  // the modes shift, as Dream
+    Case k = CaseOf(c);
+    k.params.sampler = k.options.threshold_rule ? generation::SamplerMode::kDreamFastdllmThreshold
+                                                : generation::SamplerMode::kDreamFastdllm;
+    k.params.block_length = k.params.gen_length;
+    ASSERT_TRUE(generation::ValidateFields(k.params).ok()) << generation::ValidateFields(k.params).ToString();
+    auto result = sampler::Generate(testing::Float32Model(c["model"]), k.prompts, k.params);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    EXPECT_STREQ(result->sampler, generation::SamplerModeName(k.params.sampler));
+    EXPECT_EQ(result->steps_run, c["nfe"].get<std::int64_t>());
+    EXPECT_EQ(result->output, c["output"].get<std::vector<std::vector<std::int64_t>>>());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);  // 6 schedule cases, 2 threshold cases
+}
 
 TEST(DreamCacheGoldenFile, HasTheCasesTheTestsIndex) { EXPECT_EQ(Golden()["cases"].size(), static_cast<std::size_t>(kCases)); }
 
