@@ -165,6 +165,63 @@ TEST_F(DreamEndToEndTest, FastdllmsDreamCacheModesGiveTheOfficialIds) {
   }
 }
 
+// Fast-dLLM's uncached Dream sampler, named as a user names it: dream_fastdllm (its schedule over
+// the whole generation; case 2: topk_margin, temperature 1, top-k 50) through gRPC and HTTP, and
+// dream_fastdllm+threshold (case 8: threshold 0.5, greedy) through gRPC, give the official ids of
+// tests/data/tiny-dream.fastdllm.golden.json; the reply names the mode that ran.
+TEST_F(DreamEndToEndTest, FastdllmsUncachedModesGiveTheOfficialIdsThroughGrpcAndHttp) {
+  std::ifstream in(TestDataPath("tiny-dream.fastdllm.golden.json"));
+  const json golden = json::parse(in);
+  const json& sampled = golden["cases"][2];
+  const json& threshold = golden["cases"][8];
+  ASSERT_EQ(sampled["alg"], "topk_margin");
+  ASSERT_TRUE(sampled["use_cache"].is_null() && sampled["right_shift_logits"].get<bool>());
+  ASSERT_EQ(threshold["alg"], "confidence_threshold");
+  ASSERT_TRUE(threshold["use_cache"].is_null() && threshold["right_shift_logits"].get<bool>());
+  const auto common = [](const json& c) {
+    return " --prompt-ids " + IdList(c["prompt"][0]) + " --gen-length " + std::to_string(c["max_new_tokens"].get<int>()) +
+           " --steps " + std::to_string(c["steps"].get<int>()) + " --temperature " + Num(c["temperature"]) + " --eps " +
+           Num(c["eps"]) + " --seed " + std::to_string(c["seed"].get<int>()) + " --json";
+  };
+  CliResult r = stack_->Cli(scheduler_, "generate --model tiny-dream --sampler dream_fastdllm --alg topk_margin --top-k 50" +
+                                            common(sampled));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(CompletedIds(JsonLines(r.out)), IdsOf(sampled["output"][0])) << r.out;
+  EXPECT_EQ(LastLineWith(r.out, "accepted")["accepted"]["params"]["sampler"], "dream_fastdllm") << r.out;
+
+  r = stack_->Cli(scheduler_, "generate --model tiny-dream --sampler dream_fastdllm+threshold --threshold " +
+                                  Num(threshold["threshold"]) + common(threshold));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(CompletedIds(JsonLines(r.out)), IdsOf(threshold["output"][0])) << r.out;
+  EXPECT_EQ(LastLineWith(r.out, "accepted")["accepted"]["params"]["sampler"], "dream_fastdllm+threshold") << r.out;
+
+  ASSERT_EQ(std::count(sampled["output"][0].begin(), sampled["output"][0].end(), 480), 0);  // stop at EOS cuts nothing
+  httplib::Client client("127.0.0.1", HttpPort(stack_->scheduler(scheduler_)));
+  client.set_read_timeout(120);
+  const json body = {{"model", "tiny-dream"},       {"prompt", sampled["prompt"][0]},
+                     {"max_tokens", sampled["max_new_tokens"]}, {"steps", sampled["steps"]},
+                     {"sampler", "dream_fastdllm"}, {"alg", "topk_margin"},
+                     {"top_k", 50},                 {"temperature", sampled["temperature"]},
+                     {"eps", sampled["eps"]},       {"seed", sampled["seed"]}};
+  auto res = client.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json reply = json::parse(res->body);
+  EXPECT_EQ(reply["unmask"]["params"]["sampler"], "dream_fastdllm") << res->body;
+  CliResult job = stack_->Cli(scheduler_, "job " + reply["unmask"]["job_id"].get<std::string>() + " --json");
+  ASSERT_EQ(job.exit_code, 0) << job.out;
+  const json info = json::parse(job.out, nullptr, false);
+  ASSERT_FALSE(info.is_discarded()) << job.out;
+  EXPECT_EQ(IdsOf(info["result"]["ids"]), IdsOf(sampled["output"][0])) << job.out;
+  // A block length on a mode without blocks: 400 naming the field.
+  json bad = body;
+  bad["block_length"] = 4;
+  res = client.Post("/v1/completions", bad.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_EQ(json::parse(res->body)["error"]["param"], "block_length") << res->body;
+}
+
 TEST_F(DreamEndToEndTest, TheHttpApiGivesTheOfficialIds) {
   const json c = GoldenCase(41);  // entropy, temperature 0.5, top-p 0.95; no EOS, so stop at EOS cuts nothing
   ASSERT_EQ(std::count(c["sequences"][0].begin(), c["sequences"][0].end(), 480), 0);
