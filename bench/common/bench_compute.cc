@@ -8,8 +8,9 @@
 
 namespace unmask::bench {
 
-std::string SetUpComputeOrExit(int threads, const std::string& gemm) {
+std::string SetUpComputeOrExit(int threads, const std::string& gemm, bool tune_allocator) {
   model::ComputeSetupOptions o;
+  o.tune_allocator = tune_allocator;
   o.threads = threads;
   o.gemm = gemm;
   auto setup = model::SetUpCompute(o);
@@ -17,7 +18,8 @@ std::string SetUpComputeOrExit(int threads, const std::string& gemm) {
     std::cerr << setup.status().message() << "\n";
     std::exit(2);
   }
-  const std::string line = setup->cpu + " (" + setup->cpu_flags + "); " + setup->threads + "; gemm " + setup->gemm_line;
+  const std::string line = setup->cpu + " (" + setup->cpu_flags + "); " + setup->threads + "; gemm " + setup->gemm_line +
+                           "; " + setup->allocator;
   std::cerr << "compute: " << line << "\n";
   return line;
 }

@@ -10,8 +10,9 @@
 namespace unmask::bench {
 
 // Sets up `threads` intra-op threads (0: the usable cores) and the kernel path `gemm` (auto,
-// avx512, avx2, blas); exits with 2 naming the flag on a bad value. Returns a one-line summary.
-std::string SetUpComputeOrExit(int threads = 0, const std::string& gemm = "auto");
+// avx512, avx2, blas) and glibc's malloc thresholds as the services set them (tune_allocator false:
+// glibc's defaults); exits with 2 naming the flag on a bad value. Returns a one-line summary.
+std::string SetUpComputeOrExit(int threads = 0, const std::string& gemm = "auto", bool tune_allocator = true);
 
 // The checkpoint at `dir` in `precision` (fp32, bf16, or auto: the compute type the services pick
 // for this CPU); exits with 1 printing the error when it does not load, 2 on a bad precision.

@@ -212,7 +212,9 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-weights", a.skip_weights, "leave out the weight segments (WeightBytes vs the loader's)");
   app.add_option("--doc", a.doc, "markdown file whose bench:memory section is replaced");
   CLI11_PARSE(app, argc, argv);
-  (void)bench::SetUpComputeOrExit();
+  // glibc's defaults in the children (they fork from here): the first measurement is under them,
+  // the second under the fixed threshold the children set (--mmap-threshold).
+  (void)bench::SetUpComputeOrExit(0, "auto", /*tune_allocator=*/false);
 
   Totals t;
   std::ostringstream md;

@@ -1,5 +1,6 @@
 #include "common/model/compute_setup.h"
 
+#include "common/model/allocator.h"
 #include "common/model/small_gemm.h"
 
 namespace unmask::model {
@@ -25,6 +26,7 @@ StatusOr<ComputeSetup> SetUpCompute(const ComputeSetupOptions& options) {
   setup.cpu_flags = DescribeCpuFlags(cpu);
   setup.threads = setup.threading.Describe();
   setup.gemm_line = std::string(GemmPathName(setup.gemm)) + " (" + setup.gemm_why + ")";
+  setup.allocator = options.tune_allocator ? ConfigureAllocator() : "glibc malloc as set (this program measures glibc's defaults)";
   return setup;
 }
 

@@ -126,7 +126,7 @@ StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const ExecutorSe
   const model::ComputeSetup& setup = checked.setup;
   telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "compute set-up",
                  {{"cpu", setup.cpu}, {"cpu_flags", setup.cpu_flags}, {"threads", setup.threads},
-                  {"gemm", setup.gemm_line}});
+                  {"gemm", setup.gemm_line}, {"allocator", setup.allocator}});
   telemetry::Telemetry& tm = *server->telemetry_;
   if (tm.metrics_port() > 0) std::cout << "unmask-executor: metrics on port " << tm.metrics_port() << std::endl;
   UNMASK_RETURN_IF_ERROR(server->BuildCore());

@@ -191,6 +191,7 @@ void PrintJson(const Printed& p, const sampler::GenerationResult& result, const 
   setup_json["cpu_flags"] = p.setup.cpu_flags;
   setup_json["threads"] = p.setup.threads;
   setup_json["gemm"] = p.setup.gemm_line;
+  setup_json["allocator"] = p.setup.allocator;
   j["compute"] = setup_json;
   if (!texts.empty()) j["text"] = texts;
   if (!p.options.prompt_text.empty()) j["prompt_ids"] = p.prompts.ids;
