@@ -11,6 +11,7 @@
 //
 //   bench_step_batch --model models/unmask-kjv [--jobs 1,4,8] [--requests 24] [--sampler dual_cache+threshold]
 //                    [--max-tokens 32,64,96] [--precision auto] [--threads 0] [--rounds 3] [--doc docs/benchmarks.md]
+//   bench_step_batch --profile-ops [--jobs 1,8]   (where a batched step's time goes, by ATen operator)
 //
 // Prompts are random token ids (seeded; lengths 8 to 40), so the text means nothing; the
 // trained model's confidence on them decides how many steps the threshold rule takes, the same
@@ -29,6 +30,7 @@
 
 #include "bench/common/bench_compute.h"
 #include "bench/common/bench_report.h"
+#include "bench/common/op_profile.h"
 #include "common/model/cpu_features.h"
 #include "common/model/llada_model.h"
 #include "common/sampler/step_sampler.h"
@@ -42,6 +44,7 @@ struct Args {
   std::string model = "models/unmask-kjv", jobs = "1,4,8", sampler = "dual_cache+threshold", max_tokens = "32,64,96";
   std::string precision = "auto", doc;
   int rounds = 3, requests = 24, threads = 0;
+  bool profile_ops = false;
 };
 
 std::vector<std::int64_t> Ints(const std::string& list) {
@@ -146,6 +149,8 @@ int main(int argc, char** argv) {
   app.add_option("--precision", a.precision, "auto, fp32, bf16")->capture_default_str();
   app.add_option("--rounds", a.rounds)->capture_default_str();
   app.add_option("--doc", a.doc, "markdown file whose section 'step-batch' is replaced");
+  app.add_flag("--profile-ops", a.profile_ops,
+               "instead of the table: each --jobs count once, batched, with the time of each ATen operator");
   CLI11_PARSE(app, argc, argv);
   const std::string compute = bench::SetUpComputeOrExit(a.threads);
   c10::InferenceMode inference;
@@ -158,6 +163,17 @@ int main(int argc, char** argv) {
   md << "| jobs at once | alone, one after another: tokens/s | batched: tokens/s | speed-up | batched steps | "
         "jobs per step | forward ms / step | jobs' own ms / step | same tokens |\n|---|---|---|---|---|---|---|---|---|\n";
   const auto requests = Requests(a, m, a.requests);
+  if (a.profile_ops) {
+    for (std::int64_t n : Ints(a.jobs)) {
+      (void)Together(m, requests, static_cast<std::size_t>(n));  // warm-up
+      bench::OpProfile profile;
+      const Timing t = Together(m, requests, static_cast<std::size_t>(n));
+      std::cout << n << " at once: " << t.tokens / t.seconds << " tokens/s, " << t.steps << " steps, forward "
+                << 1e3 * t.forward / t.steps << " ms / step, jobs' own " << 1e3 * t.own / t.steps << " ms / step\n";
+      profile.Print(std::cout);
+    }
+    return 0;
+  }
   for (std::int64_t n : Ints(a.jobs)) {
     std::vector<double> alone_rate, together_rate, forward_ms, own_ms;
     bool same = true;
