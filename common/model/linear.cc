@@ -54,7 +54,9 @@ constexpr std::int64_t kSmallGemmMaxRows = 320;
 
 // x W^T through the BLAS. Where ConfigureThreading held the BLAS to one thread (threading.h),
 // a large product is split by output columns across the intra-op pool instead, one BLAS call
-// per chunk; each column is computed as the BLAS computes it alone.
+// per chunk. A column is computed by the same BLAS kernels, though not always to the same bits as
+// in one whole call: OpenBLAS's pthreads build on a Zen 5 EPYC sums a column differently with a
+// different number of columns (about 1e-5 apart at K = 64).
 at::Tensor BlasProduct(const at::Tensor& x, const at::Tensor& w) {
   const bool split = BlasHeldToOneThread() && x.device().is_cpu() && w.device().is_cpu() && w.dim() == 2 &&
                      x.dim() >= 1 && x.size(-1) == w.size(1) && x.scalar_type() == w.scalar_type() &&
