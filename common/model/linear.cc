@@ -48,10 +48,6 @@ at::Tensor Grouped(const at::Tensor& per_group, std::int64_t group, std::int64_t
   return per_group.repeat_interleave(group, 1).narrow(1, 0, cols);
 }
 
-// Rows of x up to which the few-row kernels (small_gemm.h) replace the BLAS for float32 x on the
-// CPU; bench_small_gemm compares them.
-constexpr std::int64_t kSmallGemmMaxRows = 320;
-
 // x W^T through the BLAS. Where ConfigureThreading held the BLAS to one thread (threading.h),
 // a large product is split by output columns across the intra-op pool instead, one BLAS call
 // per chunk. A column is computed by the same BLAS kernels, though not always to the same bits as

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
+#include "common/model/small_gemm.h"
 #include "common/model/threading.h"
 
 namespace unmask::model {
@@ -74,13 +76,102 @@ void GatherRows(const at::Tensor& h, const SlotGroups& g, std::int64_t top_k, st
   for (std::int64_t i = 0; i < m; ++i) std::memcpy(dst + i * row_bytes, src + g.sorted[begin + i] / top_k * row_bytes, row_bytes);
 }
 
+// An expert's three products through the few-row kernels, with no ATen operator but the two the
+// official SwiGLU applies between them (silu, then the product with up, run on the same buffers so
+// their bits are ATen's): what Linear::Apply would give each product, without its per-call
+// tensors. float32 activations: the products Linear::Apply makes (the few-row kernel, W read as
+// stored). bf16 activations: bf16 x times bf16 W summed in float32 (small_gemm.h's SmallGemmBf16),
+// rounded to bf16 as a bf16 linear layer's output is; the sums' order differs from the BLAS's, and
+// a row's bits do not depend on how many rows share its expert.
+class FusedExpert {
+ public:
+  // Whether `e` can run here: dense CPU weights, and a kernel path that is not the BLAS.
+  static bool Runs(const SwiGluWeights& e, at::ScalarType activations, std::int64_t rows) {
+    if (ActiveGemmPath() == GemmPath::kBlas) return false;
+    for (const Linear* l : {&e.gate_proj, &e.up_proj, &e.down_proj}) {
+      const at::Tensor w = DenseCpuWeight(*l);
+      if (!w.defined() || w.dim() != 2) return false;
+      const at::ScalarType t = w.scalar_type();
+      const bool ok = activations == at::kBFloat16 ? t == at::kBFloat16
+                                                   : t == at::kBFloat16 || (t == at::kFloat && rows <= kSmallGemmMaxRows);
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // y ([m, d_model] rows, ldy apart, in the activations' dtype) = the expert over x ([m, d_model]).
+  template <typename T>
+  static void Apply(const SwiGluWeights& e, const T* x, std::int64_t m, T* y, std::int64_t ldy) {
+    const at::Tensor& wg = e.gate_proj.weight();
+    const std::int64_t d = wg.size(1), hidden = wg.size(0);
+    thread_local std::vector<float> gate, up, down;
+    thread_local std::vector<T> gate_t, up_t;
+    gate.resize(static_cast<std::size_t>(m * hidden));
+    up.resize(gate.size());
+    Product(x, m, d, e.gate_proj.weight(), gate.data());
+    Product(x, m, d, e.up_proj.weight(), up.data());
+    const auto options = at::TensorOptions().dtype(std::is_same_v<T, float> ? at::kFloat : at::kBFloat16);
+    T* act = Stored(gate, gate_t);
+    const T* up_stored = Stored(up, up_t);
+    at::Tensor a = at::from_blob(act, {m, hidden}, options);
+    at::silu_(a);
+    a.mul_(at::from_blob(const_cast<T*>(up_stored), {m, hidden}, options));
+    if constexpr (std::is_same_v<T, float>) {
+      Product(act, m, hidden, e.down_proj.weight(), y, ldy);
+    } else {
+      down.resize(static_cast<std::size_t>(m * d));
+      Product(act, m, hidden, e.down_proj.weight(), down.data());
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t c = 0; c < d; ++c) y[i * ldy + c] = RoundBf16(down[static_cast<std::size_t>(i * d + c)]);
+    }
+  }
+
+ private:
+  static std::uint16_t RoundBf16(float f);
+  // The float32 sums in T: the same buffer for float32, else rounded into `rounded`.
+  static float* Stored(std::vector<float>& sums, std::vector<float>& /*rounded*/) { return sums.data(); }
+  static std::uint16_t* Stored(const std::vector<float>& sums, std::vector<std::uint16_t>& rounded) {
+    rounded.resize(sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) rounded[i] = RoundBf16(sums[i]);
+    return rounded.data();
+  }
+  static void Product(const float* x, std::int64_t m, std::int64_t k, const at::Tensor& w, float* y,
+                      std::int64_t ldy = -1) {
+    const std::int64_t n = w.size(0);
+    if (w.scalar_type() == at::kBFloat16) {
+      SmallGemmBf16W(ActiveGemmPath(), x, m, k, Bits(w), n, y, ldy < 0 ? n : ldy);
+    } else {
+      SmallGemmF32(ActiveGemmPath(), x, m, k, w.data_ptr<float>(), n, y, ldy < 0 ? n : ldy);
+    }
+  }
+  static void Product(const std::uint16_t* x, std::int64_t m, std::int64_t k, const at::Tensor& w, float* y) {
+    SmallGemmBf16(ActiveGemmPath(), x, m, k, Bits(w), w.size(0), y, w.size(0));
+  }
+  static const std::uint16_t* Bits(const at::Tensor& w) {
+    return reinterpret_cast<const std::uint16_t*>(w.data_ptr<at::BFloat16>());
+  }
+};
+
 // Expert e over the rows that chose it, into out's rows [start[e], start[e + 1]).
 void RunExpert(const SwiGluWeights& expert, const at::Tensor& h, const SlotGroups& g, std::int64_t top_k,
                std::size_t e, const at::Tensor& out) {
-  const std::int64_t begin = g.start[e], m = g.count(e);
-  const at::Tensor x = at::empty({m, h.size(1)}, h.options());
-  GatherRows(h, g, top_k, begin, x);
-  out.narrow(0, begin, m).copy_(expert.Apply(x));
+  const std::int64_t begin = g.start[e], m = g.count(e), d = h.size(1);
+  if (!FusedExpert::Runs(expert, h.scalar_type(), m)) {
+    const at::Tensor x = at::empty({m, d}, h.options());
+    GatherRows(h, g, top_k, begin, x);
+    out.narrow(0, begin, m).copy_(expert.Apply(x));
+    return;
+  }
+  thread_local at::Tensor x;  // this thread's gathered rows, reused
+  if (!x.defined() || x.scalar_type() != h.scalar_type() || x.numel() < m * d) x = at::empty({m * d}, h.options());
+  const at::Tensor rows = x.narrow(0, 0, m * d).view({m, d});
+  GatherRows(h, g, top_k, begin, rows);
+  if (h.scalar_type() == at::kFloat) {
+    FusedExpert::Apply(expert, rows.data_ptr<float>(), m, out.data_ptr<float>() + begin * d, d);
+  } else {
+    auto* y = reinterpret_cast<std::uint16_t*>(out.data_ptr<at::BFloat16>()) + begin * d;
+    FusedExpert::Apply(expert, reinterpret_cast<const std::uint16_t*>(rows.data_ptr<at::BFloat16>()), m, y, d);
+  }
 }
 
 // Every expert that some row chose, spread over the intra-op threads: a thread claims experts one
@@ -126,6 +217,8 @@ struct Bf16 {
     return f != f ? std::uint16_t{0x7FC0} : rounded;
   }
 };
+
+std::uint16_t FusedExpert::RoundBf16(float f) { return Bf16::Store(f); }
 
 // Rows [begin, end) of y, kExpertOrder: y = 0, then per chosen expert in ascending id (= ascending
 // output position) y = y + (output * weight), each operation rounded to the dtype, as the official

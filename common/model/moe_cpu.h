@@ -10,12 +10,17 @@
 //   - each expert writes its outputs straight into its slots, and the mixing is one pass over the
 //     rows, without the sort, gather, cat and index_add_ temporaries.
 //
-// Bit for bit what the generic path computes, whatever the thread count: each expert's products
-// are the same Linear::Apply over the same rows (the kernels give a row the same bits whatever
-// rows surround it), and the mixing keeps the official order of additions. (Computing bf16
-// experts of a few rows in float32 through the few-row kernels was faster at 32 rows, but made a
-// row's bits depend on how many rows shared its expert: LLaDA2's cached and uncached passes then
-// chose different ids. Not done.)
+// Where the few-row kernels run (a kernel path, not the BLAS, and dense weights in memory), an
+// expert's three products go straight to them over buffers of the thread's, with only silu and the
+// product with up as ATen operators in between (the official SwiGLU's, so their bits are ATen's):
+//   - float32 activations: bit for bit the generic path (the same kernel Linear::Apply picks);
+//   - bf16 activations: bf16 x times bf16 W summed in float32 (vdpbf16ps where the CPU has
+//     AVX512_BF16), each product rounded to bf16 as a bf16 linear layer's output is: within bf16
+//     rounding of the generic path, whose BLAS sums in another order. Before, bf16 experts went
+//     through oneDNN, whose fixed cost per call took most of the time at a few rows per expert.
+// Either way a row's bits do not depend on how many rows share its expert, nor on the thread
+// count (what keeps LLaDA2's cached and uncached passes on the same ids). Elsewhere (the BLAS
+// path, quantized experts) each product is Linear::Apply's over the expert's rows.
 #pragma once
 
 #include <ATen/core/Tensor.h>

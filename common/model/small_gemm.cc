@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace unmask::model {
 
@@ -36,8 +39,14 @@ std::string MissingFlags(GemmPath path, const CpuFeatures& cpu) {
   return missing;
 }
 
-template <typename W>
-void Run(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const W* w, std::int64_t N, float* y,
+bool RunsBf16Pairs(GemmPath path) {
+  const CpuFeatures& cpu = HostCpuFeatures();
+  return path == GemmPath::kAvx512 && cpu.avx512f && cpu.avx512bw && cpu.avx512_bf16 && cpu.fma;
+}
+
+// x float32 (W float32 or bf16), or x and W both bf16 (only where RunsBf16Pairs(path)).
+template <typename X, typename W>
+void Run(GemmPath path, const X* x, std::int64_t M, std::int64_t K, const W* w, std::int64_t N, float* y,
          std::int64_t ldy) {
   if (path == GemmPath::kBlas || !GemmPathRuns(path, HostCpuFeatures()))
     throw std::invalid_argument(std::string("small gemm: this CPU cannot run the ") + GemmPathName(path) +
@@ -55,7 +64,9 @@ void Run(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const W*
   const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 18) / (M * K * rows_w));
   at::parallel_for(0, tiles, grain, [&](std::int64_t begin, std::int64_t end) {
     const std::int64_t n0 = begin * rows_w, n1 = std::min(N, end * rows_w);
-    if (avx512) {
+    if constexpr (std::is_same_v<X, std::uint16_t>) {
+      internal::Avx512Bf16WRows(x, M, K, w, n0, n1, y, ldy);
+    } else if (avx512) {
       internal::Avx512WRows(x, M, K, w, n0, n1, y, ldy);
     } else {
       internal::Avx2WRows(x, M, K, w, n0, n1, y, ldy);
@@ -87,6 +98,24 @@ void SmallGemmF32(GemmPath path, const float* x, std::int64_t M, std::int64_t K,
 void SmallGemmBf16W(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
                     std::int64_t N, float* y, std::int64_t ldy) {
   Run(path, x, M, K, w, N, y, ldy);
+}
+
+bool SmallGemmBf16Native(GemmPath path) { return RunsBf16Pairs(path); }
+
+void SmallGemmBf16(GemmPath path, const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                   std::int64_t N, float* y, std::int64_t ldy) {
+  if (RunsBf16Pairs(path)) {
+    Run(path, x, M, K, w, N, y, ldy);
+    return;
+  }
+  // x widened (exact) into a buffer of this thread's, then W read as bf16 as SmallGemmBf16W does.
+  thread_local std::vector<float> wide;
+  wide.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, M * K)));
+  for (std::int64_t i = 0; i < M * K; ++i) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(x[i]) << 16;
+    std::memcpy(&wide[static_cast<std::size_t>(i)], &bits, sizeof bits);
+  }
+  Run(path, wide.data(), M, K, w, N, y, ldy);
 }
 
 }  // namespace unmask::model

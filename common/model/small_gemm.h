@@ -26,6 +26,11 @@
 
 namespace unmask::model {
 
+// Rows of x up to which Linear's float32 products with a float32 W go to the few-row kernels
+// (past that the BLAS's packing pays off; bench_small_gemm compares them). A bf16 W goes to them at
+// any row count.
+inline constexpr std::int64_t kSmallGemmMaxRows = 320;
+
 // The path Linear uses for few-row float32 products, process-wide. Starts as
 // BestGemmPath(HostCpuFeatures()).
 GemmPath ActiveGemmPath();
@@ -41,5 +46,14 @@ void SmallGemmF32(GemmPath path, const float* x, std::int64_t M, std::int64_t K,
 // in float32: the result is SmallGemmF32 of the float32 upcast of W, bit for bit.
 void SmallGemmBf16W(GemmPath path, const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
                     std::int64_t N, float* y, std::int64_t ldy);
+
+// bf16 x and bf16 W (what bf16 compute multiplies), summed in float32. Where `path` is kAvx512 and
+// the CPU has AVX512_BF16 (SmallGemmBf16Native), vdpbf16ps adds the exact products of each pair of
+// k (half the instructions of the float32 tiles); elsewhere x is widened (exact) and the product is
+// SmallGemmBf16W's. Either way a row of y depends only on its row of x, never on M, and the two
+// ways differ from each other, and from a BLAS, only in the order of the sums.
+bool SmallGemmBf16Native(GemmPath path);
+void SmallGemmBf16(GemmPath path, const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                   std::int64_t N, float* y, std::int64_t ldy);
 
 }  // namespace unmask::model

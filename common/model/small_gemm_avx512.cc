@@ -112,6 +112,74 @@ UNMASK_AVX512 void WRows(const float* x, std::int64_t M, std::int64_t K, const W
   for (; n < end; ++n) AllRowsOfX<1>(x, M, K, w + n * K, y + n, ldy);
 }
 
+// bf16 x and bf16 W (AVX512_BF16's vdpbf16ps): each accumulator lane adds the two exact products
+// of a pair of k, 32 values of k per step, so a step costs half the float32 tile's instructions
+// and x is read at half the bytes. As in Tile, every element is its accumulator's lanes summed over
+// k in one fixed order, whatever MT and NT.
+#define UNMASK_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16,fma")))
+
+UNMASK_AVX512_BF16 inline __m512bh LoadPairs(const std::uint16_t* p) {
+  return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p));
+}
+UNMASK_AVX512_BF16 inline __m512bh LoadPairsTail(const std::uint16_t* p, __mmask32 mask) {
+  return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, p));
+}
+
+template <int MT, int NT>
+UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, const std::uint16_t* w, float* y,
+                                        std::int64_t ldy) {
+  __m512 acc[MT][NT];
+#pragma GCC unroll 8
+  for (int m = 0; m < MT; ++m)
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) acc[m][n] = _mm512_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    __m512bh wv[NT];
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) wv[n] = LoadPairs(w + n * K + k);
+#pragma GCC unroll 8
+    for (int m = 0; m < MT; ++m) {
+      const __m512bh xv = LoadPairs(x + m * K + k);
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], xv, wv[n]);
+    }
+  }
+  if (k < K) {
+    const __mmask32 mask = static_cast<__mmask32>((std::uint64_t{1} << (K - k)) - 1);
+    __m512bh wv[NT];
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) wv[n] = LoadPairsTail(w + n * K + k, mask);
+#pragma GCC unroll 8
+    for (int m = 0; m < MT; ++m) {
+      const __m512bh xv = LoadPairsTail(x + m * K + k, mask);
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], xv, wv[n]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MT; ++m)
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) y[m * ldy + n] = LaneSum(acc[m][n]);
+}
+
+template <int NT>
+UNMASK_AVX512_BF16 void AllRowsOfXBf16(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                                       float* y, std::int64_t ldy) {
+  std::int64_t m = 0;
+  for (; m + kRowsX <= M; m += kRowsX) TileBf16<kRowsX, NT>(x + m * K, K, w, y + m * ldy, ldy);
+  const std::uint16_t* xr = x + m * K;
+  float* yr = y + m * ldy;
+  switch (M - m) {
+    case 5: TileBf16<5, NT>(xr, K, w, yr, ldy); break;
+    case 4: TileBf16<4, NT>(xr, K, w, yr, ldy); break;
+    case 3: TileBf16<3, NT>(xr, K, w, yr, ldy); break;
+    case 2: TileBf16<2, NT>(xr, K, w, yr, ldy); break;
+    case 1: TileBf16<1, NT>(xr, K, w, yr, ldy); break;
+    default: break;
+  }
+}
+
 }  // namespace
 
 extern const std::int64_t kAvx512RowsW = kRowsW;
@@ -124,6 +192,13 @@ void Avx512WRows(const float* x, std::int64_t M, std::int64_t K, const float* w,
 void Avx512WRows(const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w, std::int64_t begin,
                  std::int64_t end, float* y, std::int64_t ldy) {
   WRows(x, M, K, w, begin, end, y, ldy);
+}
+
+void Avx512Bf16WRows(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                     std::int64_t begin, std::int64_t end, float* y, std::int64_t ldy) {
+  std::int64_t n = begin;
+  for (; n + kRowsW <= end; n += kRowsW) AllRowsOfXBf16<kRowsW>(x, M, K, w + n * K, y + n, ldy);
+  for (; n < end; ++n) AllRowsOfXBf16<1>(x, M, K, w + n * K, y + n, ldy);
 }
 
 }  // namespace unmask::model::small_gemm_internal

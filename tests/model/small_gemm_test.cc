@@ -244,5 +244,30 @@ TEST_F(GemmPathTest, LinearWithABf16WeightAndFloat32InputComputesInFloat32OnEver
   }
 }
 
+// bf16 x and W (bf16 compute's products): within the float32 bound of the float64 sums of the
+// bf16 values, for every tile remainder and K mod 32 (vdpbf16ps's step), each row's bits the same
+// whatever rows surround it; where the CPU has AVX512_BF16, the native kernel is the one that runs.
+TEST_F(GemmPathTest, Bf16XAndWSumInFloat32AndARowIsTheSameAloneOnEveryPath) {
+  at::manual_seed(12);
+  for (GemmPath path : {GemmPath::kAvx2, GemmPath::kAvx512}) {
+    if (!Runs(path)) continue;
+    const CpuFeatures& cpu = HostCpuFeatures();
+    EXPECT_EQ(SmallGemmBf16Native(path), path == GemmPath::kAvx512 && cpu.avx512bw && cpu.avx512_bf16);
+    for (std::int64_t K : {5, 31, 32, 70, 256}) {
+      for (std::int64_t M : {1, 7, 13}) {
+        const at::Tensor x = at::randn({M, K}).to(at::kBFloat16), w = at::randn({11, K}).to(at::kBFloat16);
+        at::Tensor y = at::empty({M, 11});
+        const auto* xb = reinterpret_cast<const std::uint16_t*>(x.data_ptr<at::BFloat16>());
+        const auto* wb = reinterpret_cast<const std::uint16_t*>(w.data_ptr<at::BFloat16>());
+        SmallGemmBf16(path, xb, M, K, wb, 11, y.data_ptr<float>(), 11);
+        ExpectMatchesFloat64(x.to(at::kFloat), w.to(at::kFloat), y);
+        at::Tensor last = at::empty({1, 11});
+        SmallGemmBf16(path, xb + (M - 1) * K, 1, K, wb, 11, last.data_ptr<float>(), 11);
+        EXPECT_TRUE(at::equal(last, y.narrow(0, M - 1, 1))) << GemmPathName(path) << " K " << K << " M " << M;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace unmask::model
