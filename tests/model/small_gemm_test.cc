@@ -261,9 +261,30 @@ TEST_F(GemmPathTest, Bf16XAndWSumInFloat32AndARowIsTheSameAloneOnEveryPath) {
         const auto* wb = reinterpret_cast<const std::uint16_t*>(w.data_ptr<at::BFloat16>());
         SmallGemmBf16(path, xb, M, K, wb, 11, y.data_ptr<float>(), 11);
         ExpectMatchesFloat64(x.to(at::kFloat), w.to(at::kFloat), y);
-        at::Tensor last = at::empty({1, 11});
-        SmallGemmBf16(path, xb + (M - 1) * K, 1, K, wb, 11, last.data_ptr<float>(), 11);
-        EXPECT_TRUE(at::equal(last, y.narrow(0, M - 1, 1))) << GemmPathName(path) << " K " << K << " M " << M;
+        for (const std::int64_t row : {std::int64_t{0}, M - 1}) {
+          at::Tensor alone = at::empty({1, 11});
+          SmallGemmBf16(path, xb + row * K, 1, K, wb, 11, alone.data_ptr<float>(), 11);
+          EXPECT_TRUE(at::equal(alone, y.narrow(0, row, 1))) << GemmPathName(path) << " K " << K << " M " << M << " row " << row;
+        }
+      }
+    }
+  }
+}
+
+// A row's bits are the same whichever tile it falls into: row 0 of 13 is in a full tile (6 x-rows by
+// 4 W-rows, its sums reduced 16 accumulators at a time), alone it is in a 1-row tile (the W-rows
+// left over after the 4-row tiles are reduced one accumulator at a time).
+TEST_F(GemmPathTest, ARowAloneGetsTheBitsItGetsInAFullTile) {
+  at::manual_seed(13);
+  for (GemmPath path : {GemmPath::kAvx2, GemmPath::kAvx512}) {
+    if (!Runs(path)) continue;
+    for (std::int64_t K : {16, 70, 256, 512}) {
+      const at::Tensor x = at::randn({13, K}), w = at::randn({11, K}), w16 = w.to(at::kBFloat16);
+      for (const at::Tensor& wt : {w, w16}) {
+        at::Tensor all = at::empty({13, 11}), alone = at::empty({1, 11});
+        Kernel(path, x, wt, all, 11);
+        Kernel(path, x.narrow(0, 0, 1), wt, alone, 11);
+        EXPECT_TRUE(at::equal(alone, all.narrow(0, 0, 1))) << GemmPathName(path) << " K " << K << " " << wt.scalar_type();
       }
     }
   }
