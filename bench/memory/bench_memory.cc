@@ -7,9 +7,10 @@
 // before the generation (memory_child.h). The parent, which never touches LibTorch before
 // forking, compares that with the predicted peak (EstimateRequest(...).peak) and prints one
 // markdown table per model (memory_cases.h: dense LLaDA, LLaDA-MoE, LLaDA2, Dream); --doc replaces the
-// section "memory" of docs/benchmarks.md. Every case is measured twice: with glibc's default
-// allocator settings, and with a fixed M_MMAP_THRESHOLD (--mmap-threshold, 1 MiB) so that freed
-// tensors leave the RSS at once and the figure shows the tensors alone.
+// section "memory" of docs/benchmarks.md. Every case is measured twice: with glibc's malloc as the
+// executor sets it (common/model/allocator.h: what a user's executor holds; UNMASK_MALLOC=default
+// measures glibc's defaults instead), and with a fixed M_MMAP_THRESHOLD alone (--mmap-threshold,
+// 1 MiB) so that freed tensors leave the RSS at once and the figure shows the tensors alone.
 //
 //   bench_memory [--model DIR] [--models dense,llada-moe,llada2,dream] [--steps-run 2]
 //                [--mmap-threshold BYTES] [--quick] [--filter TEXT] [--predict-only] [--skip-weights]
@@ -46,7 +47,7 @@ struct Args {
   bool second() const { return mmap_threshold > 0 && !predict_only; }
 };
 
-// The largest deviation either way, with the default and the fixed mmap threshold.
+// The largest deviation either way, with the executor's malloc settings and the fixed mmap threshold.
 struct Totals {
   double worst_default = 1.0, worst_fixed = 1.0, worst_weights = 1.0;
   int failures = 0;
@@ -89,7 +90,8 @@ std::string Intro(const Args& a) {
   md << "Predicted activation peak (`unmask::fitting::EstimateRequest(...).peak`, weights excluded) against "
         "the measured one: peak RSS (VmHWM) of a child process during one generation minus its RSS just "
         "before it (model loaded, every weight page touched, a one-token warm-up run, VmHWM reset), with "
-        "glibc's default allocator settings"
+        "glibc's malloc as the executor sets it (`common/model/allocator.h`: mmap threshold 4 MiB, trim "
+        "threshold 32 MiB)"
      << (a.second() ? " and with `mallopt(M_MMAP_THRESHOLD, " + threshold + ")`" : std::string())
      << ". Generations stop after " << a.steps_run
      << " steps (each reference step allocates the same; the cache modes peak in the fill step, their first), "
@@ -136,7 +138,7 @@ bool Measure(const std::string& dir, const Case& c, const fitting::MemoryEstimat
     line += cell;
     std::cerr << Label(c) << " mmap threshold " << threshold << ": baseline "
               << fitting::HumanBytes(r["baseline_rss"].get<std::uint64_t>()) << ", hwm reset " << r["hwm_reset"]
-              << ", " << r["steps"] << " steps, " << r["seconds"] << " s\n";
+              << ", " << r["steps"] << " steps, " << r["seconds"] << " s; " << r["allocator"] << "\n";
   }
   return true;
 }
@@ -205,15 +207,15 @@ int main(int argc, char** argv) {
   app.add_option("--models", a.models, "comma-separated models to measure: dense, llada-moe, llada2, dream");
   app.add_option("--steps-run", a.steps_run, "denoising steps run per generation before it is stopped");
   app.add_option("--mmap-threshold", a.mmap_threshold,
-                 "M_MMAP_THRESHOLD of the second measurement (bytes; 0: measure only glibc's default)");
+                 "M_MMAP_THRESHOLD of the second measurement (bytes; 0: only the first, the executor's settings)");
   app.add_flag("--quick", a.quick, "fewer request sizes");
   app.add_option("--filter", a.filter, "only cases whose 'model sampler precision note' contains this");
   app.add_flag("--predict-only", a.predict_only, "print the predictions without measuring");
   app.add_flag("--skip-weights", a.skip_weights, "leave out the weight segments (WeightBytes vs the loader's)");
   app.add_option("--doc", a.doc, "markdown file whose bench:memory section is replaced");
   CLI11_PARSE(app, argc, argv);
-  // glibc's defaults in the children (they fork from here): the first measurement is under them,
-  // the second under the fixed threshold the children set (--mmap-threshold).
+  // glibc's defaults here; each child sets its own (the executor's for the first measurement, the
+  // fixed --mmap-threshold for the second).
   (void)bench::SetUpComputeOrExit(0, "auto", /*tune_allocator=*/false);
 
   Totals t;
@@ -227,7 +229,7 @@ int main(int argc, char** argv) {
     if (!mine.empty()) md << ModelSection(kind, mine, a, t);
   }
   char summary[256];
-  std::snprintf(summary, sizeof(summary), "\nLargest deviation either way: %.2fx with glibc's defaults", t.worst_default);
+  std::snprintf(summary, sizeof(summary), "\nLargest deviation either way: %.2fx with the executor's malloc settings", t.worst_default);
   md << summary;
   if (a.second()) {
     std::snprintf(summary, sizeof(summary), ", %.2fx with the fixed mmap threshold", t.worst_fixed);

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "bench/common/bench_report.h"
+#include "common/model/allocator.h"
 #include "common/model/llada_model.h"
 #include "common/sampler/sampler_registry.h"
 
@@ -67,10 +68,14 @@ generation::GenerationParams ParamsOf(const fitting::GenerationRequest& r, std::
 
 nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& r, std::int64_t suffix, int steps_run,
                       long mmap_threshold) {
-  // A fixed threshold turns off glibc's dynamic one, under which freed blocks of up to 32 MiB
-  // stay in the heap (resident) after their tensors are gone.
-  if (mmap_threshold > 0 && ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold)) != 1)
+  // 0: glibc's malloc as the executor sets it (allocator.h; UNMASK_MALLOC=default leaves glibc's
+  // defaults). Else a fixed threshold alone, under which freed tensors leave the RSS at once.
+  std::string allocator = "fixed mmap threshold";
+  if (mmap_threshold == 0) {
+    allocator = model::ConfigureAllocator();
+  } else if (::mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold)) != 1) {
     return {{"error", "mallopt(M_MMAP_THRESHOLD) failed"}};
+  }
   model::ModelOptions opts;
   opts.precision = r.compute_dtype_bytes == 4 ? model::Precision::kFloat32 : model::Precision::kBFloat16;
   opts.attention_query_chunk = r.params.attention_query_chunk;
@@ -102,7 +107,8 @@ nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& 
   if (!result.ok() && result.status().code() != StatusCode::kCancelled) return {{"error", result.status().ToString()}};
   const std::uint64_t peak = PeakRssBytes();
   return {{"loaded_rss", loaded}, {"baseline_rss", baseline}, {"peak_rss", peak}, {"hwm_reset", reset},
-          {"measured", peak > baseline ? peak - baseline : 0}, {"steps", seen}, {"seconds", seconds}};
+          {"measured", peak > baseline ? peak - baseline : 0}, {"steps", seen}, {"seconds", seconds},
+          {"allocator", allocator}};
 }
 
 }  // namespace

@@ -44,16 +44,16 @@
 //    segment steps in between run fewer query rows against the same cache and need less).
 // Not modelled (small against the above): token id tensors, RoPE tables, masks, per-thread
 // buffers of the math library, and the allocator. bench/memory measured the model against peak
-// RSS on CPU (bench_memory --doc docs/benchmarks.md, section "memory"); the measurement was never
-// below the prediction, and
-//  - when freed tensors go back to the system (glibc with mallopt(M_MMAP_THRESHOLD, 1 MiB)):
-//    within 10% for peaks above ~50 MiB, a few MiB over for smaller ones;
-//  - with glibc's defaults: within 5% where large logits are the peak (reference), 1.1-1.3x for
-//    the small peaks of the cache modes, up to 1.8x where the forward pass (many mid-sized
-//    tensors) is the peak: the dynamic mmap threshold keeps freed blocks of up to 32 MiB
-//    resident in the heap.
+// RSS on CPU (bench_memory --doc docs/benchmarks.md, section "memory"; 2026-11-27, 111 cases):
+//  - with glibc's malloc as the executor sets it (allocator.h: freed blocks under 4 MiB stay in
+//    the threads' heaps, up to 32 MiB each): 24 cases above the prediction, 11 by more than 10%,
+//    at most 1.54x and 83 MiB (long prompts in query chunks, where the retained blocks are
+//    55-60 MiB of it; LLaDA2's window at gen 256, 1.33-1.47x; block_logits fp32 batch 4, 1.26x);
+//    the greedy reference 0.14-0.37x (its head runs over the block, see EstimateRequest);
+//  - when freed tensors go back to the system at once (mallopt(M_MMAP_THRESHOLD, 1 MiB)): within
+//    15% but LLaDA2 at gen 128-256 (up to 1.45x).
 // On CUDA the caching allocator's rounding and fragmentation are not modelled (not measured yet).
-// Leave that margin in the budget's reserve.
+// Leave that margin in the budget's reserve (the executor's --memory-reserve-bytes, 512 MiB).
 #pragma once
 
 #include <cstdint>

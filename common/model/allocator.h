@@ -7,12 +7,12 @@
 // unmask-kjv (bench_step_batch, 8 generations at once, 2 cores): 213 k page faults and 23 s of
 // CPU against 30 k and 19.6 s with the thresholds below, and the batched steps 1.3x faster.
 // A fixed mmap threshold of 4 MiB and a trim threshold of 32 MiB keep a step's blocks in the
-// heaps; larger blocks (an 8B model's logits) are still mapped and unmapped per use. Peak RSS
-// against glibc's defaults (bench_memory --models dense --quick, the same thresholds set through
-// MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_, 26 cases): equal or lower in most, 8-13 MiB
-// lower in the small dual_cache ones, and up to 21 MiB higher in three (block_logits fp32 4 x 256:
-// 139 -> 157 MiB, 1.12 -> 1.27 of the memory model's prediction; dual_cache bf16 2 x 2048 prompt:
-// 178 -> 199 MiB, 1.04 -> 1.17). The budget's reserve has to cover that.
+// heaps; larger blocks (an 8B model's logits) are still mapped and unmapped per use, and a
+// tensor of 4 MiB or more made at every call is worth keeping (moe_cpu.cc's expert outputs: 1,024
+// page faults a call, half its time, before). Peak RSS under these settings (bench_memory, the
+// docs/benchmarks.md "memory" table, measured so since 2026-11-27): 10-20% lower than glibc's
+// defaults for the cache modes' small peaks; where the threads' heaps keep freed blocks (long
+// prompts in query chunks) 55-60 MiB above freeing at once, inside the executor's reserve.
 #pragma once
 
 #include <cstddef>
