@@ -208,6 +208,8 @@ UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, 
   StoreSums<MT, NT>(acc, y, ldy);
 }
 
+// AllRowsOfX for TileBf16. (A copy rather than one template: a function's target attributes
+// cannot follow its template arguments, and the float32 tiles must not need AVX512_BF16 or BW.)
 template <int NT>
 UNMASK_AVX512_BF16 void AllRowsOfXBf16(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
                                        float* y, std::int64_t ldy) {
