@@ -76,6 +76,15 @@ void GatherRows(const at::Tensor& h, const SlotGroups& g, std::int64_t top_k, st
   for (std::int64_t i = 0; i < m; ++i) std::memcpy(dst + i * row_bytes, src + g.sorted[begin + i] / top_k * row_bytes, row_bytes);
 }
 
+// Per-thread buffers are kept between calls up to this size; past it (a long prompt's prefill) they
+// are let go after the call, so that one large request does not stay resident for good.
+constexpr std::size_t kKeptBytes = std::size_t{32} << 20;
+
+template <typename T>
+void LetGoIfLarge(std::vector<T>& v) {
+  if (v.capacity() * sizeof(T) > kKeptBytes) std::vector<T>().swap(v);
+}
+
 // An expert's three products through the few-row kernels, with no ATen operator but the two the
 // official SwiGLU applies between them (silu, then the product with up, run on the same buffers so
 // their bits are ATen's): what Linear::Apply would give each product, without its per-call
@@ -124,6 +133,11 @@ class FusedExpert {
       for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t c = 0; c < d; ++c) y[i * ldy + c] = RoundBf16(down[static_cast<std::size_t>(i * d + c)]);
     }
+    LetGoIfLarge(gate);
+    LetGoIfLarge(up);
+    LetGoIfLarge(down);
+    LetGoIfLarge(gate_t);
+    LetGoIfLarge(up_t);
   }
 
  private:
@@ -172,6 +186,7 @@ void RunExpert(const SwiGluWeights& expert, const at::Tensor& h, const SlotGroup
     auto* y = reinterpret_cast<std::uint16_t*>(out.data_ptr<at::BFloat16>()) + begin * d;
     FusedExpert::Apply(expert, reinterpret_cast<const std::uint16_t*>(rows.data_ptr<at::BFloat16>()), m, y, d);
   }
+  if (static_cast<std::size_t>(x.nbytes()) > kKeptBytes) x = at::Tensor();
 }
 
 // Every expert that some row chose, spread over the intra-op threads: a thread claims experts one
@@ -284,15 +299,23 @@ at::Tensor RoutedExpertsCpu(const MoeWeights& w, const at::Tensor& h_in, const R
   const at::Tensor h = h_in.contiguous();
   const std::int64_t n = h.size(0), d = h.size(1), top_k = r.experts.size(1);
   const SlotGroups g = GroupSlots(r.experts, static_cast<std::int64_t>(w.experts.size()));
-  // The experts' outputs, by expert: a buffer of this thread's, kept between calls. At 256 rows it
-  // is 4 MiB, as large as glibc's mmap threshold (allocator.h): a fresh one was mapped and faulted
-  // in at every call, 1,024 page faults that took half the layer's time on a KVM guest.
+  // The experts' outputs, by expert: a buffer of this thread's, kept between calls up to
+  // kKeptBytes. At 256 rows it is 4 MiB, as large as glibc's mmap threshold (allocator.h): a fresh
+  // one was mapped and faulted in at every call, 1,024 page faults that took half the layer's time
+  // on a KVM guest. Past the cap it is made per call.
+  const std::int64_t need = n * top_k * d;
   thread_local at::Tensor out_buffer;
-  if (!out_buffer.defined() || out_buffer.scalar_type() != h.scalar_type() || out_buffer.numel() < n * top_k * d) {
-    out_buffer = at::Tensor();  // the old one goes first
-    out_buffer = at::empty({n * top_k * d}, h.options());
+  at::Tensor out_storage;
+  if (static_cast<std::size_t>(need) * h.element_size() > kKeptBytes) {
+    out_storage = at::empty({need}, h.options());
+  } else {
+    if (!out_buffer.defined() || out_buffer.scalar_type() != h.scalar_type() || out_buffer.numel() < need) {
+      out_buffer = at::Tensor();  // the old one goes first
+      out_buffer = at::empty({need}, h.options());
+    }
+    out_storage = out_buffer;
   }
-  const at::Tensor out = out_buffer.narrow(0, 0, n * top_k * d).view({n * top_k, d});
+  const at::Tensor out = out_storage.narrow(0, 0, need).view({n * top_k, d});
   RunExperts(w, h, g, top_k, out);
   const at::Tensor weights = r.weights.to(at::kCPU, at::kFloat).contiguous();
   at::Tensor y = at::empty_like(h);
