@@ -5,6 +5,8 @@
 // few-row kernel path and in float32 and bfloat16 compute. Failures stay with their generation.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -155,19 +157,24 @@ class StepBatchEveryModeTest : public StepBatchBase, public ::testing::TestWithP
   void SetUp() override { Load(GetParam()); }
 };
 
+// One test per mode and precision (each runs 15-20 s; ctest spreads them over the cores).
+class StepBatchPerModeTest : public StepBatchBase,
+                             public ::testing::TestWithParam<std::tuple<model::Precision, generation::SamplerMode>> {
+ protected:
+  void SetUp() override { Load(std::get<0>(GetParam())); }
+};
+
 // Each mode on six golden cases at once (prompts of 8-16 tokens, one or two rows, gen 16-32,
 // blocks 8-32, guidance, temperature 0.7, random remasking), joining every third step; the mixed
 // test below runs all ten.
-TEST_P(StepBatchEveryModeTest, BatchedEqualsAloneOnTheGoldenCases) {
-  for (generation::SamplerMode mode : generation::LladaSamplerModes()) {
-    SCOPED_TRACE(generation::SamplerModeName(mode));
-    std::vector<Job> jobs;
-    for (int i : {0, 1, 3, 6, 7, 8}) {
-      jobs.push_back(CaseJob(i, mode));
-      jobs.back().joins_at = static_cast<int>(3 * jobs.size());
-    }
-    ExpectTogetherEqualsAlone(jobs);
+TEST_P(StepBatchPerModeTest, BatchedEqualsAloneOnTheGoldenCases) {
+  const generation::SamplerMode mode = std::get<1>(GetParam());
+  std::vector<Job> jobs;
+  for (int i : {0, 1, 3, 6, 7, 8}) {
+    jobs.push_back(CaseJob(i, mode));
+    jobs.back().joins_at = static_cast<int>(3 * jobs.size());
   }
+  ExpectTogetherEqualsAlone(jobs);
 }
 
 // One batch mixing every mode, every case, sampled and greedy, and the same prompt with two seeds.
@@ -241,6 +248,16 @@ TEST_P(StepBatchEveryModeTest, AFailingGenerationLeavesTheOthersExact) {
 INSTANTIATE_TEST_SUITE_P(Precisions, StepBatchEveryModeTest,
                          ::testing::Values(model::Precision::kFloat32, model::Precision::kBFloat16),
                          [](const auto& info) { return std::string(model::PrecisionName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(PrecisionsAndModes, StepBatchPerModeTest,
+                         ::testing::Combine(::testing::Values(model::Precision::kFloat32, model::Precision::kBFloat16),
+                                            ::testing::ValuesIn(generation::LladaSamplerModes())),
+                         [](const auto& info) {
+                           std::string name = std::string(model::PrecisionName(std::get<0>(info.param))) + "_" +
+                                              generation::SamplerModeName(std::get<1>(info.param));
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
 INSTANTIATE_TEST_SUITE_P(PrecisionsAndPaths, StepBatchTest,
                          ::testing::Combine(::testing::Values(model::Precision::kFloat32, model::Precision::kBFloat16),
                                             testing::kAllGemmPaths),
