@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
   const std::string compute = bench::SetUpComputeOrExit(o.threads);
 
   const auto corpus = Check(train::ReadVerseCorpus(o.corpus_path, o.held_out_every), "corpus");
-  const auto tok = Check(tokenizer::Tokenizer::FromFile(o.dir + "/tokenizer.json"), "tokenizer");
+  const auto tok = Check(tokenizer::Tokenizer::FromDirectory(o.dir), "tokenizer");
   const auto config = Check(checkpoint::LladaConfig::FromFile(o.dir + "/config.json"), "config");
   std::set<std::string> vocabulary;  // the training split's words only
   for (const auto& c : corpus.train)

@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
   (void)bench::SetUpComputeOrExit(threads);
 
   const auto corpus = Check(train::ReadVerseCorpus(corpus_path, held_out_every), "corpus");
-  const auto tok = Check(tokenizer::Tokenizer::FromFile(dir + "/tokenizer.json"), "tokenizer");
+  const auto tok = Check(tokenizer::Tokenizer::FromDirectory(dir), "tokenizer");
   const auto ids = Check(tokenizer::FindChatTokenIds(*tok), "tokenizer");
   const auto config = Check(checkpoint::LladaConfig::FromFile(dir + "/config.json"), "config");
   std::set<std::string> vocabulary;

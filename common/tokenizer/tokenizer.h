@@ -50,6 +50,18 @@ class Tokenizer {
   static StatusOr<std::unique_ptr<Tokenizer>> FromFile(const std::string& path);
   // Same from the JSON text; `source` names it in error messages.
   static StatusOr<std::unique_ptr<Tokenizer>> FromJson(std::string_view json, const std::string& source);
+  // The tokenizer a Hugging Face checkpoint directory ships: its tokenizer.json, or, when it has
+  // none, a slow tokenizer's files (vocab.json, merges.txt, tokenizer_config.json naming the
+  // tokenizer_class; added tokens from its added_tokens_decoder or added_tokens.json), converted
+  // as transformers converts them (Qwen2Tokenizer and Dream's DreamTokenizer: NFC and Qwen2's split
+  // pattern; GPT2Tokenizer: GPT-2's). Dream-v0 ships that layout. Errors name the file and the
+  // field or line ("d/merges.txt: line 7: 'b' is not in vocab.json").
+  static StatusOr<std::unique_ptr<Tokenizer>> FromDirectory(const std::string& dir);
+  // FromDirectory for a directory, FromFile otherwise (a tokenizer.json).
+  static StatusOr<std::unique_ptr<Tokenizer>> FromPath(const std::string& path);
+  // Whether `dir` has a tokenizer FromDirectory would try: tokenizer.json, or vocab.json with
+  // merges.txt.
+  static bool DirectoryHasTokenizer(const std::string& dir);
 
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;

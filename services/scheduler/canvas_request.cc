@@ -12,7 +12,7 @@ StatusOr<generation::Canvas> EncodeRequestCanvas(const v1::GenerateRequest& r, c
   if (!WantsCanvas(r)) return generation::Canvas{};
   if (tok == nullptr) {
     const std::string field = r.template_text().empty() ? "suffix" : "template_text";
-    return FailedPreconditionError("model '" + r.model() + "' has no tokenizer.json under the scheduler's model roots, "
+    return FailedPreconditionError("model '" + r.model() + "' has no tokenizer (tokenizer.json, or vocab.json with merges.txt) under the scheduler's model roots, "
                                    "so its text cannot be encoded")
         .WithField(field);
   }

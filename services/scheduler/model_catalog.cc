@@ -42,9 +42,9 @@ StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> ModelCatalog::Tokenizer(co
   std::shared_ptr<const tokenizer::Tokenizer> tok;
   if (SafeName(model)) {
     for (const auto& root : roots_) {
-      const std::string path = root + "/" + model + "/tokenizer.json";
-      if (!IsFile(path)) continue;
-      UNMASK_ASSIGN_OR_RETURN(auto loaded, tokenizer::Tokenizer::FromFile(path));
+      const std::string dir = root + "/" + model;
+      if (!tokenizer::Tokenizer::DirectoryHasTokenizer(dir)) continue;
+      UNMASK_ASSIGN_OR_RETURN(auto loaded, tokenizer::Tokenizer::FromDirectory(dir));
       tok = std::move(loaded);
       break;
     }
@@ -59,8 +59,8 @@ StatusOr<std::shared_ptr<const tokenizer::CheckpointChatTemplate>> ModelCatalog:
   if (it != chat_templates_.end()) return it->second;
   std::shared_ptr<const tokenizer::CheckpointChatTemplate> found;
   if (SafeName(model)) {
-    for (const auto& root : roots_) {  // the root whose tokenizer.json the model uses
-      if (!IsFile(root + "/" + model + "/tokenizer.json")) continue;
+    for (const auto& root : roots_) {  // the root whose tokenizer the model uses
+      if (!tokenizer::Tokenizer::DirectoryHasTokenizer(root + "/" + model)) continue;
       UNMASK_ASSIGN_OR_RETURN(found, tokenizer::CheckpointChatTemplate::FromTokenizerConfig(
                                          root + "/" + model + "/tokenizer_config.json"));
       break;

@@ -1,5 +1,5 @@
 // What the scheduler knows about each model: its config (from the executors serving it, or from
-// config.json under a model root), its tokenizer (tokenizer.json under a model root) and the chat
+// config.json under a model root), its tokenizer (under a model root) and the chat
 // template it ships (tokenizer_config.json beside it).
 #pragma once
 
@@ -22,7 +22,8 @@ class ModelCatalog {
 
   // NotFound when no executor serves the model and no model root holds it.
   StatusOr<checkpoint::LladaConfig> Config(const std::string& model, const std::vector<ExecutorSnapshot>& executors);
-  // nullptr (not an error) when the model has no tokenizer.json under a model root.
+  // nullptr (not an error) when the model has no tokenizer under a model root (tokenizer.json, or a
+  // slow tokenizer's vocab.json + merges.txt: Tokenizer::FromDirectory).
   StatusOr<std::shared_ptr<const tokenizer::Tokenizer>> Tokenizer(const std::string& model);
   // nullptr (not an error) when the model ships no chat template (then the built-in ones apply).
   StatusOr<std::shared_ptr<const tokenizer::CheckpointChatTemplate>> ChatTemplate(const std::string& model);

@@ -50,7 +50,7 @@ StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::Genera
     ids.assign(r.ids().ids().begin(), r.ids().ids().end());
   } else {
     UNMASK_ASSIGN_OR_RETURN(auto tok, catalog_.Tokenizer(r.model()));
-    if (!tok) return FailedPreconditionError("model '" + r.model() + "' has no tokenizer.json under the scheduler's model roots; send ids");
+    if (!tok) return FailedPreconditionError("model '" + r.model() + "' has no tokenizer (tokenizer.json, or vocab.json with merges.txt) under the scheduler's model roots; send ids");
     std::vector<std::int32_t> encoded;
     if (r.prompt_case() == v1::GenerateRequest::kText) {
       UNMASK_ASSIGN_OR_RETURN(encoded, tok->Encode(r.text(), /*parse_special_tokens=*/true));

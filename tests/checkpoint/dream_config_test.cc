@@ -54,6 +54,41 @@ TEST(DreamConfigTest, ReadsDream) {
   EXPECT_EQ(tied->n_kv_heads, 1);
 }
 
+// Dream-v0-Instruct-7B's config.json as published (Dream-org/Dream-v0-Instruct-7B, read from a public
+// copy of the checkpoint's files): every field it has is read or knowingly ignored, and the shape
+// gives the published model.safetensors.index.json's 339 tensors and 15,231,233,024 bf16 bytes.
+TEST(DreamConfigTest, ReadsThePublishedDreamV0InstructConfig) {
+  const char* published = R"({
+  "_name_or_path": "Dream-org/Dream-v0-Instruct-7B",
+  "architectures": ["DreamModel"],
+  "attention_dropout": 0.0,
+  "auto_map": {"AutoConfig": "configuration_dream.DreamConfig", "AutoModel": "modeling_dream.DreamModel"},
+  "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 3584,
+  "initializer_range": 0.02, "intermediate_size": 18944, "mask_token_id": 151666,
+  "max_position_embeddings": 131072, "max_window_layers": 28, "model_type": "Dream",
+  "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "pad_token_id": 151643,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000.0, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.46.2",
+  "use_cache": true, "use_mrope": false, "use_sliding_window": false, "vocab_size": 152064
+})";
+  auto c = LladaConfig::FromJsonText(published, "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture, Architecture::kDream);
+  EXPECT_EQ(c->d_model, 3584);
+  EXPECT_EQ(c->n_layers, 28);
+  EXPECT_EQ(c->n_heads, 28);
+  EXPECT_EQ(c->n_kv_heads, 4);
+  EXPECT_EQ(c->head_dim(), 128);
+  EXPECT_EQ(c->mlp_hidden_size, 18944);
+  EXPECT_EQ(c->vocab_size, 152064);
+  EXPECT_EQ(c->mask_token_id, 151666);
+  EXPECT_EQ(c->eos_token_id, 151643);
+  EXPECT_TRUE(c->qkv_bias);
+  EXPECT_FALSE(c->weight_tying);
+  EXPECT_EQ(ExpectedTensors(*c).size(), 339u);
+  EXPECT_EQ(c->parameter_count(), 15231233024 / 2);
+}
+
 TEST(DreamConfigTest, TheDefaultsAreDreamConfigs) {
   json j = ConfigOf("tiny-dream");
   for (const char* key : {"rms_norm_eps", "rope_theta", "max_position_embeddings", "tie_word_embeddings"}) j.erase(key);

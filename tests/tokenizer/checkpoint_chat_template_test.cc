@@ -1,8 +1,8 @@
 // The chat template a checkpoint ships in tokenizer_config.json, rendered with the Jinja
 // interpreter (common/tokenizer/checkpoint_chat_template.h): LLaDA-8B-Instruct's and Ling-2.0's
 // templates give exactly what the built-in copies give (which their own tests check against the
-// official strings), Dream's (Qwen2.5's) gives the <|im_start|> format and encodes with its special
-// ids, and bad files, templates and conversations are refused naming what is wrong.
+// official strings), Dream's (published, Qwen2.5's with another default system message) gives the
+// <|im_start|> format and encodes with its special ids, and bad files, templates and conversations are refused naming what is wrong.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -83,12 +83,13 @@ TEST(CheckpointChatTemplate, DreamsTemplateGivesTheImStartFormatAndItsSpecialIds
   auto text = (*t)->Render({{"user", "Hi"}});
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   EXPECT_EQ(*text,
-            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   auto with_system = (*t)->Render({{"system", "Be brief."}, {"user", "Hi"}}, /*add_generation_prompt=*/false);
   ASSERT_TRUE(with_system.ok());
   EXPECT_EQ(*with_system, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
-  auto tok = Tokenizer::FromFile(DataPath("tiny-dream/tokenizer.json"));
+  // Dream ships vocab.json + merges.txt, no tokenizer.json.
+  auto tok = Tokenizer::FromDirectory(DataPath("tiny-dream"));
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   auto ids = EncodeChat(**tok, t->get(), {{"user", "Hi"}});
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();

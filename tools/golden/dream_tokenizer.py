@@ -1,7 +1,10 @@
-"""The tiny Dream checkpoints' vocabulary, Qwen2-format tokenizer files and chat template, for
+"""The tiny Dream checkpoints' vocabulary, tokenizer files and chat template, for
 make_dream_golden.py (see its docstring and tests/data/dream-golden.md): Qwen2.5's added tokens and
 Dream's two at their published offsets from <|endoftext|>, byte-level BPE merges learned with
-Qwen2's pre-tokenizer (tests/data/tokenizers/bpe_reference.py), and a reference encoder."""
+Qwen2's pre-tokenizer (tests/data/tokenizers/bpe_reference.py), and a reference encoder. The files
+are those Dream-v0-Instruct-7B publishes (a slow DreamTokenizer, no tokenizer.json): vocab.json,
+merges.txt, added_tokens.json, special_tokens_map.json and tokenizer_config.json, with the same
+keys and values as published (tiny ids) and its chat template."""
 
 import collections
 import json
@@ -54,15 +57,15 @@ L, N = llada_like.L_CLASS, llada_like.N_CLASS
 PY_QWEN2 = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n" + L + N + r"]?[" + L + r"]+|[" + N +
                       r"]| ?[^\s" + L + N + r"]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
-# Qwen2.5-Instruct's chat template (see dream-golden.md, caveats: Dream-v0-Instruct-7B's own
-# tokenizer_config.json could not be read here).
+# Dream-v0-Instruct-7B's chat template as published in its tokenizer_config.json (Qwen2.5-Instruct's,
+# with the default system message "You are a helpful assistant.").
 CHAT_TEMPLATE = (
     "{%- if tools %}\n"
     "    {{- '<|im_start|>system\\n' }}\n"
     "    {%- if messages[0]['role'] == 'system' %}\n"
     "        {{- messages[0]['content'] }}\n"
     "    {%- else %}\n"
-    "        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}\n"
+    "        {{- 'You are a helpful assistant.' }}\n"
     "    {%- endif %}\n"
     "    {{- \"\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
     "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>\" }}\n"
@@ -77,7 +80,7 @@ CHAT_TEMPLATE = (
     "    {%- if messages[0]['role'] == 'system' %}\n"
     "        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
     "    {%- else %}\n"
-    "        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+    "        {{- '<|im_start|>system\\nYou are a helpful assistant."
     "<|im_end|>\\n' }}\n"
     "    {%- endif %}\n"
     "{%- endif %}\n"
@@ -116,7 +119,7 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt %}\n"
     "    {{- '<|im_start|>assistant\\n' }}\n"
     "{%- endif %}\n")
-DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+DEFAULT_SYSTEM = "You are a helpful assistant."
 
 
 def render_chat(user):
@@ -174,42 +177,32 @@ class Tokenizer:
                 ids.extend(self.vocab[t] for t in bpe_reference.bpe(word, self.ranks))
         return ids
 
-    def tokenizer_json(self):
-        added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
-                  "normalized": False, "special": IS_SPECIAL[c]} for c, i in SPECIAL_TOKENS]
-        vocab = dict(self.vocab)
-        vocab.update({c: i for c, i in SPECIAL_TOKENS})
-        byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-        return collections.OrderedDict([
-            ("version", "1.0"),
-            ("truncation", None),
-            ("padding", None),
-            ("added_tokens", added),
-            ("normalizer", {"type": "NFC"}),
-            ("pre_tokenizer", {"type": "Sequence", "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": QWEN2_PATTERN}, "behavior": "Isolated", "invert": False},
-                dict(byte_level)]}),
-            ("post_processor", dict(byte_level)),
-            ("decoder", dict(byte_level)),
-            ("model", collections.OrderedDict([
-                ("type", "BPE"), ("dropout", None), ("unk_token", None), ("continuing_subword_prefix", ""),
-                ("end_of_word_suffix", ""), ("fuse_unk", False), ("byte_fallback", False), ("ignore_merges", False),
-                ("vocab", dict(sorted(vocab.items(), key=lambda kv: kv[1]))),
-                ("merges", [f"{a} {b}" for a, b in self.merges]),  # Qwen2's "a b" string form
-            ])),
-        ])
-
     def write(self, folder):
-        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
-            json.dump(self.tokenizer_json(), f, ensure_ascii=False, separators=(",", ":"))
-            f.write("\n")
+        """The files Dream-v0-Instruct-7B publishes for its tokenizer, with tiny ids; any
+        tokenizer.json from an earlier layout is removed."""
+        stale = os.path.join(folder, "tokenizer.json")
+        if os.path.exists(stale):
+            os.remove(stale)
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(dict(sorted(self.vocab.items())), f, ensure_ascii=False, indent=2)
+        with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in self.merges))
+        write_json(os.path.join(folder, "added_tokens.json"), dict(sorted(SPECIAL_TOKENS)))
         entry = {"lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
+        named = collections.OrderedDict([
+            ("additional_special_tokens", ["<|beginoftext|>", "<|mask|>"]),
+            ("bos_token", dict(content="<|beginoftext|>", **entry)),
+            ("eos_token", dict(content="<|endoftext|>", **entry)),
+            ("mask_token", dict(content="<|mask|>", **entry)),
+            ("pad_token", dict(content="<|endoftext|>", **entry)),
+        ])
+        write_json(os.path.join(folder, "special_tokens_map.json"), named)
         config = collections.OrderedDict([
             ("add_bos_token", False),
             ("add_prefix_space", False),
             ("added_tokens_decoder", {str(i): dict(content=c, **entry, special=IS_SPECIAL[c])
                                       for c, i in SPECIAL_TOKENS}),
-            ("additional_special_tokens", [c for c, _ in ADDED_TOKENS[1:14]]),
+            ("additional_special_tokens", ["<|beginoftext|>", "<|mask|>"]),
             ("auto_map", {"AutoTokenizer": ["tokenization_dream.DreamTokenizer", None]}),
             ("bos_token", "<|beginoftext|>"),
             ("chat_template", CHAT_TEMPLATE),

@@ -94,7 +94,8 @@ def chat_cases(templates):
     for template in sorted(templates):
         for name, conversation in CONVERSATIONS:
             uses_tools = conversation.get("tools", False)
-            if uses_tools and template not in ("qwen2.5-7b-instruct", "llama-3.1-8b-instruct", "ling-2.0"):
+            if uses_tools and template not in ("qwen2.5-7b-instruct", "dream-v0-instruct-7b", "llama-3.1-8b-instruct",
+                                               "ling-2.0"):
                 continue
             for agp in (True, False):
                 context = chat_context(template, conversation["messages"], agp, TOOLS if uses_tools else None)

@@ -5,8 +5,9 @@ Makes, under tests/data/:
   tiny-dream/, tiny-dream-tied/, tiny-dream-confident/   Dream-v0-Instruct-7B layout (DreamModel)
   tiny-dream.golden.json            forward logits, diffusion_generate traces, tokenizer cases
   tiny-dream.fastdllm.golden.json   Fast-dLLM's Dream sampler (no cache / prefix / dual cache)
-Each checkpoint folder holds config.json, two bf16 safetensors shards with their index,
-tokenizer.json (Qwen2 format), tokenizer_config.json and generation_config.json.
+Each checkpoint folder holds config.json, two bf16 safetensors shards with their index, the
+tokenizer files Dream-v0 publishes (vocab.json, merges.txt, added_tokens.json,
+special_tokens_map.json, tokenizer_config.json; no tokenizer.json) and generation_config.json.
 tests/data/dream-golden.md describes all of it.
 
 The official code is never copied into the project. It is read at run time from the local git
@@ -112,8 +113,10 @@ class Official:
 def dream_config(**overrides):
     """Published (Dream-v0-Instruct-7B): hidden 3584, 28 layers, 28 heads / 4 KV heads (head_dim
     128), intermediate 18944, rope_theta 1e6, rms_norm_eps 1e-6, untied, vocab 152064, bos = eos =
-    pad = 151643, mask 151666, max_position_embeddings 131072."""
+    pad = 151643, mask 151666, max_position_embeddings 131072. The field set and order are the
+    published config.json's (use_cache true: diffusion_generate never reads it)."""
     config = {
+        "_name_or_path": "Dream-org/Dream-v0-Instruct-7B",
         "architectures": ["DreamModel"],
         "attention_dropout": 0.0,
         "auto_map": {"AutoConfig": "configuration_dream.DreamConfig", "AutoModel": "modeling_dream.DreamModel"},
@@ -138,7 +141,8 @@ def dream_config(**overrides):
         "tie_word_embeddings": False,
         "torch_dtype": "bfloat16",
         "transformers_version": "4.46.2",
-        "use_cache": False,
+        "use_cache": True,
+        "use_mrope": False,
         "use_sliding_window": False,
         "vocab_size": VOCAB_SIZE,
     }

@@ -49,24 +49,28 @@ StatusOr<std::vector<std::int64_t>> ParseIdList(const std::string& text) {
 
 namespace {
 
-bool FileExists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-// The tokenizer named by --tokenizer, or the model's own tokenizer.json when there is one.
+// The tokenizer named by --tokenizer (a tokenizer.json, or a directory), or the model's own when it
+// ships one (tokenizer.json, or a slow tokenizer's vocab.json + merges.txt).
 // `needed_by`: the flag that needs one (empty: none does, and a missing one is no error).
 StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const GenerateOptions& o, const std::string& needed_by) {
-  std::string path = o.tokenizer;
-  if (path.empty()) {
-    path = o.model_dir + "/tokenizer.json";
-    if (!FileExists(path)) {
-      if (!needed_by.empty())
-        return InvalidArgumentError(needed_by + " needs a tokenizer: give --tokenizer FILE (" + path + " does not exist)");
-      return std::unique_ptr<tokenizer::Tokenizer>();
+  if (!o.tokenizer.empty()) return tokenizer::Tokenizer::FromPath(o.tokenizer);
+  if (!tokenizer::Tokenizer::DirectoryHasTokenizer(o.model_dir)) {
+    if (!needed_by.empty()) {
+      return InvalidArgumentError(needed_by + " needs a tokenizer: give --tokenizer FILE (" + o.model_dir +
+                                  " has neither tokenizer.json nor vocab.json with merges.txt)");
     }
+    return std::unique_ptr<tokenizer::Tokenizer>();
   }
-  return tokenizer::Tokenizer::FromFile(path);
+  return tokenizer::Tokenizer::FromDirectory(o.model_dir);
+}
+
+// The directory whose tokenizer_config.json goes with the tokenizer LoadTokenizer loads.
+std::string TokenizerDirectory(const GenerateOptions& o) {
+  if (o.tokenizer.empty()) return o.model_dir;
+  struct stat st {};
+  if (::stat(o.tokenizer.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return o.tokenizer;
+  const size_t slash = o.tokenizer.find_last_of('/');
+  return slash == std::string::npos ? "." : o.tokenizer.substr(0, slash);
 }
 
 // The first flag given that needs the tokenizer, or "".
@@ -87,11 +91,9 @@ Status BuildPrompts(const GenerateOptions& o, const tokenizer::Tokenizer* tok, s
       std::vector<tokenizer::ChatMessage> messages;
       if (!o.system.empty()) messages.push_back({"system", o.system});
       messages.push_back({"user", o.prompt_text});
-      // The template the checkpoint ships beside its tokenizer.json, else the built-in one.
-      const std::string tokenizer_path = o.tokenizer.empty() ? o.model_dir + "/tokenizer.json" : o.tokenizer;
-      const std::string dir = tokenizer_path.substr(0, tokenizer_path.find_last_of('/') + 1);
-      UNMASK_ASSIGN_OR_RETURN(auto chat_template,
-                              tokenizer::CheckpointChatTemplate::FromTokenizerConfig(dir + "tokenizer_config.json"));
+      // The template the checkpoint ships beside its tokenizer, else the built-in one.
+      UNMASK_ASSIGN_OR_RETURN(auto chat_template, tokenizer::CheckpointChatTemplate::FromTokenizerConfig(
+                                                      TokenizerDirectory(o) + "/tokenizer_config.json"));
       UNMASK_ASSIGN_OR_RETURN(ids, tokenizer::EncodeChat(*tok, chat_template.get(), messages));
     } else {
       UNMASK_ASSIGN_OR_RETURN(ids, tok->Encode(o.prompt_text, /*parse_special_tokens=*/true));
@@ -362,7 +364,7 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_option("--prompt", opts->prompt_text, "Prompt text (encoded with the tokenizer)");
   cmd->add_flag("--chat", opts->chat, "Wrap --prompt in the LLaDA Instruct chat template");
   cmd->add_option("--system", opts->system, "System turn for --chat");
-  cmd->add_option("--tokenizer", opts->tokenizer, "tokenizer.json (default: the model's own)");
+  cmd->add_option("--tokenizer", opts->tokenizer, "tokenizer.json, or a directory with one or with vocab.json + merges.txt (default: the model's own)");
   cmd->add_flag("--stop-at-eos", opts->params.stop_at_eos, "Cut the output at the first EOS / EoT");
   cmd->add_option("--steps", opts->steps,
                   "Diffusion steps in total (default: gen-length); llada2: steps per block (default: block-length)");

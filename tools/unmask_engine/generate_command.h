@@ -20,7 +20,7 @@ struct GenerateOptions {
   std::string prompt_text;              // encoded with the tokenizer (special tokens parsed)
   bool chat = false;                    // apply the LLaDA chat template to prompt_text
   std::string system;                   // optional system turn for --chat
-  std::string tokenizer;                // default: <model>/tokenizer.json
+  std::string tokenizer;                // tokenizer.json or a directory; default: the model's own
   // The generation parameters. The lengths left out get the defaults of every door
   // (generation::ResolveLengths: gen_length 128, block_length the largest divisor of it up to 32,
   // steps = gen_length; llada2: block 32, steps per block = block_length); params holds the rest

@@ -111,7 +111,7 @@ void Run(const char* name, const CommandOptions& opt, std::istream& in, std::ost
   };
   // Checked here rather than with CLI11's required() so that every failure exits with code 2.
   if (opt.tokenizer_path.empty()) fail(InvalidArgumentError("--tokenizer FILE is required"));
-  auto tokenizer = tokenizer::Tokenizer::FromFile(opt.tokenizer_path);
+  auto tokenizer = tokenizer::Tokenizer::FromPath(opt.tokenizer_path);
   if (!tokenizer.ok()) fail(tokenizer.status());
   const std::string input = ReadAll(in);
   StatusOr<std::string> result = fn(**tokenizer, input);
@@ -174,7 +174,7 @@ void AddTokenizeCommands(CLI::App& app) { AddTokenizeCommands(app, std::cin, std
 void AddTokenizeCommands(CLI::App& app, std::istream& in, std::ostream& out, std::ostream& err) {
   auto tok_opt = std::make_shared<CommandOptions>();
   CLI::App* tok = app.add_subcommand("tokenize", "Encode the text on stdin to token ids");
-  tok->add_option("--tokenizer", tok_opt->tokenizer_path, "tokenizer.json file (required)");
+  tok->add_option("--tokenizer", tok_opt->tokenizer_path, "tokenizer.json, or a checkpoint directory (tokenizer.json or vocab.json + merges.txt) (required)");
   tok->add_flag("--json", tok_opt->json, "print {\"ids\": [...]}");
   tok->add_flag("--special", tok_opt->flag, "parse special tokens such as <|eot_id|> in the text");
   tok->add_flag("--jsonl", tok_opt->jsonl, "many texts: one JSON string per line in, one {\"ids\": [...]} per line out");
@@ -187,7 +187,7 @@ void AddTokenizeCommands(CLI::App& app, std::istream& in, std::ostream& out, std
 
   auto detok_opt = std::make_shared<CommandOptions>();
   CLI::App* detok = app.add_subcommand("detokenize", "Decode the token ids on stdin to text");
-  detok->add_option("--tokenizer", detok_opt->tokenizer_path, "tokenizer.json file (required)");
+  detok->add_option("--tokenizer", detok_opt->tokenizer_path, "tokenizer.json, or a checkpoint directory (tokenizer.json or vocab.json + merges.txt) (required)");
   detok->add_flag("--json", detok_opt->json, "print {\"text\": \"...\"}");
   detok->add_flag("--skip-special", detok_opt->flag, "leave special tokens out of the text");
   detok->add_flag("--jsonl", detok_opt->jsonl, "many id lists: one JSON list or {\"ids\"} per line in, one {\"text\"} per line out");

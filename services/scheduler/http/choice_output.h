@@ -30,7 +30,7 @@ namespace unmask::scheduler::http {
 // What every choice of a request shares, decided at acceptance.
 struct OutputPlan {
   Endpoint endpoint = Endpoint::kChatCompletions;
-  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null: the model has no tokenizer.json
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null: the model ships no tokenizer
   TokenIds token_ids;
   std::int64_t gen_length = 0;
   std::vector<std::string> stop;

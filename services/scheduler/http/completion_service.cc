@@ -129,7 +129,7 @@ StatusOr<AcceptedCompletion> CompletionService::Accept(const OpenAiRequest& requ
   if (tok.ok()) out.tokenizer = *tok;
   if (request.echo && request.generate.prompt_case() == v1::GenerateRequest::kIds && !out.tokenizer) {
     return InvalidFieldError("echo", "the prompt is token ids and model '" + model +
-                                         "' has no tokenizer.json under the scheduler's model roots to decode them "
+                                         "' has no tokenizer (tokenizer.json, or vocab.json with merges.txt) under the scheduler's model roots to decode them "
                                          "with; send the prompt as text or leave echo out");
   }
   UNMASK_ASSIGN_OR_RETURN(out.submitted, core_.Accept(request.generate, traceparent, caller, call));

@@ -25,7 +25,7 @@ struct AcceptedCompletion {
   v1::SubmitResponse submitted;
   CompletionIdentity identity;
   TokenIds token_ids;
-  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null: the model has no tokenizer.json
+  std::shared_ptr<const tokenizer::Tokenizer> tokenizer;  // null: the model ships no tokenizer
   OutputPlan output;  // what every choice's output holds: echo, a template's text, logprobs
 };
 
