@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,10 +91,12 @@ std::unique_ptr<sampler::StepSampler> Start(const json& c) {
 
 constexpr int kCases = 25;
 
-class DreamCacheGoldenTest : public ::testing::TestWithParam<int> {};
+// (golden file, case index): the committed cases, and the fresh ones drawn at random after the code
+// was written (tools/golden/make_dream_fresh_golden.py).
+class DreamCacheGoldenTest : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(DreamCacheGoldenTest, MatchesTheOfficialFastdllmSampler) {
-  const json& c = Golden()["cases"][GetParam()];
+  const json& c = testing::GoldenJson(std::get<0>(GetParam()))["cases"][std::get<1>(GetParam())];
   json shown = c;
   for (const char* big : {"calls", "histories", "input_ids", "sequences"}) shown.erase(big);
   SCOPED_TRACE(shown.dump());
@@ -117,7 +120,13 @@ TEST_P(DreamCacheGoldenTest, MatchesTheOfficialFastdllmSampler) {
   EXPECT_EQ(result->output, c["output"].get<std::vector<std::vector<std::int64_t>>>());
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCases, DreamCacheGoldenTest, ::testing::Range(0, kCases));
+constexpr int kFreshCases = 24;
+INSTANTIATE_TEST_SUITE_P(AllCases, DreamCacheGoldenTest,
+                         ::testing::Combine(::testing::Values("tiny-dream.fastdllm.golden.json"),
+                                            ::testing::Range(0, kCases)));
+INSTANTIATE_TEST_SUITE_P(FreshCases, DreamCacheGoldenTest,
+                         ::testing::Combine(::testing::Values("tiny-dream.fastdllm.fresh.golden.json"),
+                                            ::testing::Range(0, kFreshCases)));
 
 // The uncached cases through the modes a user names (dream_fastdllm, dream_fastdllm+threshold)
 // and the registry's Generate: the official ids and calls.
@@ -140,7 +149,11 @@ TEST(DreamCacheSampler, TheUncachedModesByNameGiveTheOfficialIds) {
   EXPECT_EQ(checked, 8);  // 6 schedule cases, 2 threshold cases
 }
 
-TEST(DreamCacheGoldenFile, HasTheCasesTheTestsIndex) { EXPECT_EQ(Golden()["cases"].size(), static_cast<std::size_t>(kCases)); }
+TEST(DreamCacheGoldenFile, HasTheCasesTheTestsIndex) {
+  EXPECT_EQ(Golden()["cases"].size(), static_cast<std::size_t>(kCases));
+  EXPECT_EQ(testing::GoldenJson("tiny-dream.fastdllm.fresh.golden.json")["cases"].size(),
+            static_cast<std::size_t>(kFreshCases));
+}
 
 // Generations of every mode stepped together (one packed forward per step, each with its own
 // cache and generator) give the official ids, as they do alone.

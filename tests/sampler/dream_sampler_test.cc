@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/model/llada_model.h"
@@ -51,10 +52,12 @@ Case CaseOf(const json& c) {
   return out;
 }
 
-class DreamGoldenTest : public ::testing::TestWithParam<int> {};
+// (golden file, case index): the committed cases, and the fresh ones drawn at random after the code
+// was written (tools/golden/make_dream_fresh_golden.py).
+class DreamGoldenTest : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(DreamGoldenTest, MatchesTheOfficialDiffusionGenerate) {
-  const json& c = Golden()["cases"][GetParam()];
+  const json& c = testing::GoldenJson(std::get<0>(GetParam()))["cases"][std::get<1>(GetParam())];
   json shown = c;
   shown.erase("history");
   shown.erase("steps_detail");
@@ -86,9 +89,17 @@ TEST_P(DreamGoldenTest, MatchesTheOfficialDiffusionGenerate) {
   EXPECT_STREQ(result->sampler, "dream");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCases, DreamGoldenTest, ::testing::Range(0, 51));
+constexpr int kFreshCases = 24;
+INSTANTIATE_TEST_SUITE_P(AllCases, DreamGoldenTest,
+                         ::testing::Combine(::testing::Values("tiny-dream.golden.json"), ::testing::Range(0, 51)));
+INSTANTIATE_TEST_SUITE_P(FreshCases, DreamGoldenTest,
+                         ::testing::Combine(::testing::Values("tiny-dream.fresh.golden.json"),
+                                            ::testing::Range(0, kFreshCases)));
 
-TEST(DreamGoldenFile, HasTheCasesTheTestsIndex) { EXPECT_EQ(Golden()["cases"].size(), 51u); }
+TEST(DreamGoldenFile, HasTheCasesTheTestsIndex) {
+  EXPECT_EQ(Golden()["cases"].size(), 51u);
+  EXPECT_EQ(testing::GoldenJson("tiny-dream.fresh.golden.json")["cases"].size(), static_cast<std::size_t>(kFreshCases));
+}
 
 // Through the registry (what the executor and unmask-engine call), the same ids.
 TEST(DreamSampler, GenerateRunsTheDreamMode) {

@@ -120,12 +120,34 @@ class _ACT2FN(dict):
 
 
 class _Unused:
-    """A name the official files import but never use on the paths run here (KV cache classes:
-    use_cache is false in every config; AttentionMaskConverter: LLaDA-MoE runs without a mask;
+    """A name the official files import but never use on the paths run here (KV cache classes other
+    than DynamicCache: no other is made; AttentionMaskConverter: LLaDA-MoE runs without a mask;
     the Auto* classes). Using one is an error, so a stand-in can never silently stand in."""
 
     def __init__(self, *args, **kwargs):
         raise NotImplementedError(f"stand-in {type(self).__name__} is not used on the golden paths")
+
+
+class _DynamicCache:
+    """transformers' DynamicCache as a forward that starts without one uses it. Dream's published
+    config says use_cache true, so DreamModel.forward makes an empty cache at every call; each
+    layer appends its keys and values and gets back what it gave (the cache was empty), so the
+    result is the forward without a cache. diffusion_generate never passes it back in."""
+
+    def __init__(self):
+        self.key_cache, self.value_cache = [], []
+
+    def get_seq_length(self, layer_idx=0):
+        return self.key_cache[layer_idx].shape[-2] if layer_idx < len(self.key_cache) else 0
+
+    def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
+        if layer_idx < len(self.key_cache):
+            raise NotImplementedError("stand-in DynamicCache: a second forward through one cache is not used")
+        if layer_idx != len(self.key_cache):
+            raise NotImplementedError("stand-in DynamicCache: layers are expected in order")
+        self.key_cache.append(key_states)
+        self.value_cache.append(value_states)
+        return key_states, value_states
 
 
 def _prepare_4d_causal_attention_mask(*args, **kwargs):
@@ -174,7 +196,7 @@ def install_standins():
     module("transformers", AutoConfig=_Unused, AutoModel=_Unused, AutoTokenizer=_Unused,
            AutoModelForMaskedLM=_Unused)
     module("transformers.activations", ACT2FN=_ACT2FN())
-    module("transformers.cache_utils", Cache=_Unused, DynamicCache=_Unused, StaticCache=_Unused)
+    module("transformers.cache_utils", Cache=_Unused, DynamicCache=_DynamicCache, StaticCache=_Unused)
     module("transformers.configuration_utils", PretrainedConfig=PretrainedConfig)
     module("transformers.generation")
     module("transformers.generation.utils", GenerationMixin=type("GenerationMixin", (), {}))
