@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
   app.add_option("--clamp-policy", o.clamp_policy, "off, standard or extreme")->capture_default_str();
   app.add_option("--executor-precision", o.executor_precision, "What executors that do not report their compute type compute in (fp32, bf16), for the memory model")
       ->capture_default_str();
-  app.add_option("--model-root", o.model_roots, "Directory of model directories (for tokenizer.json and config.json)");
+  app.add_option("--model-root", o.model_roots,
+                 "Directory of model directories (for config.json and the tokenizer: tokenizer.json, or vocab.json + "
+                 "merges.txt)");
   app.add_option("--api-keys-file", o.api_keys_file, "API keys, one SHA-256 per line with an optional name and limits (`unmask keys hash`); unset = no authentication");
   app.add_option("--max-queue", options.max_queue, "Queued jobs at most (then RESOURCE_EXHAUSTED)")->capture_default_str();
   // Request limits (services/scheduler/request_limits.h); each refusal names its flag.
