@@ -100,6 +100,29 @@ def tokenizer_seeds(corpus):
         write(corpus, "tokenizer_json", name + ".json", json.dumps(dict(small, **change), ensure_ascii=False))
 
 
+SLOW_SEPARATOR = "\n~~~file~~~\n"  # slow_tokenizer_fuzz.cc's
+
+
+def slow_tokenizer_seeds(corpus):
+    """Dream's published layout (tests/data/tiny-dream: vocab.json, merges.txt,
+    tokenizer_config.json, added_tokens.json), with the added tokens from the config or from
+    added_tokens.json, and GPT-2's family."""
+    def read(name):
+        with open(os.path.join(DATA, "tiny-dream", name), encoding="utf-8") as f:
+            return f.read()
+    vocab, merges, config, added = (read(n) for n in ("vocab.json", "merges.txt", "tokenizer_config.json",
+                                                      "added_tokens.json"))
+    small_config = json.loads(config)
+    small_config.pop("chat_template")
+    write(corpus, "slow_tokenizer", "dream.txt", SLOW_SEPARATOR.join([vocab, merges, json.dumps(small_config)]))
+    legacy = {"tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|endoftext|>",
+              "additional_special_tokens": ["<|mask|>"]}
+    write(corpus, "slow_tokenizer", "added-tokens-json.txt",
+          SLOW_SEPARATOR.join([vocab, merges, json.dumps(legacy), added]))
+    gpt2 = {"tokenizer_class": "GPT2TokenizerFast", "add_prefix_space": True}
+    write(corpus, "slow_tokenizer", "gpt2.txt", SLOW_SEPARATOR.join([vocab, merges, json.dumps(gpt2)]))
+
+
 def chat_seeds(corpus):
     convs = {
         "one-user.txt": b"\x01user\x01Hello there",
@@ -134,6 +157,7 @@ def main():
     index_seeds(corpus)
     config_seeds(corpus)
     tokenizer_seeds(corpus)
+    slow_tokenizer_seeds(corpus)
     chat_seeds(corpus)
     http_seeds(corpus)
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CORPUS=fuzz/corpus
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
-mkdir -p "$CORPUS"/{safetensors,sharded_index,config_json,tokenizer_json,chat_template,jinja_template,manifest,segment,request_validation,http_request,hole_template}
+mkdir -p "$CORPUS"/{safetensors,sharded_index,config_json,tokenizer_json,slow_tokenizer,chat_template,jinja_template,manifest,segment,request_validation,http_request,hole_template}
 python3 fuzz/make_corpus.py "$CORPUS"
 cp tests/data/chat_templates/*.jinja "$CORPUS/jinja_template/"  # the published chat templates
 "$BUILD_DIR/fuzz/fuzz_seed_writer" "$CORPUS"
