@@ -130,6 +130,7 @@ StatusOr<LladaConfig> LladaConfig::FromFile(const std::string& path) {
     const std::size_t slash = path.find_last_of('/');
     const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
     UNMASK_RETURN_IF_ERROR(FillSpecialTokenIds(dir, c));
+    DetectTokenEditing(dir, buf.str(), c);
   }
   return c;
 }

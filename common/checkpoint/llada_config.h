@@ -71,8 +71,9 @@ struct LladaConfig {
   double partial_rotary_factor = 1.0;
   bool qk_norm = false;  // RMSNorm over head_dim on q and k before RoPE (weights shared by heads)
   bool qkv_bias = false;  // q/k/v projections carry biases (Dream, as Qwen2)
-  // LLaDA2.1 (model_type "llada21_moe"): LLaDA2's architecture, generating with token editing
-  // (sampler llada21) by default.
+  // LLaDA2.1 (model_type "llada21_moe", or "llada2_moe" with LLaDA2.1's modeling file beside it:
+  // DetectTokenEditing): LLaDA2's architecture, generating with token editing (sampler llada21)
+  // by default.
   bool token_editing = false;
   MoeConfig moe;
 

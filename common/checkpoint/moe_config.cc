@@ -309,6 +309,27 @@ StatusOr<LladaConfig> ParseMoeFamilyConfig(const json& j, Architecture arch, con
   return c;
 }
 
+void DetectTokenEditing(const std::string& dir, const std::string& config_json, LladaConfig& c) {
+  if (c.architecture != Architecture::kLlada2Moe || c.token_editing) return;
+  std::string module = "modeling_llada2_moe";
+  const json j = json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("auto_map") && j["auto_map"].is_object()) {
+    const json& map = j["auto_map"];
+    const auto it = map.find("AutoModelForCausalLM");
+    if (it != map.end() && it->is_string()) {
+      const std::string target = it->get<std::string>();  // "module.Class"
+      const std::size_t dot = target.rfind('.');
+      const std::string name = target.substr(0, dot == std::string::npos ? target.size() : dot);
+      if (!name.empty() && name.find('/') == std::string::npos && name.find("..") == std::string::npos) module = name;
+    }
+  }
+  std::ifstream in(dir + "/" + module + ".py");
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().find("editing_threshold") != std::string::npos) c.token_editing = true;
+}
+
 Status FillSpecialTokenIds(const std::string& dir, LladaConfig& c) {
   const bool complete = c.mask_token_id >= 0 && c.eos_token_id >= 0 && c.pad_token_id >= 0;
   if (complete && (c.architecture != Architecture::kDream || c.eot_token_id >= 0)) return OkStatus();

@@ -34,6 +34,14 @@ StatusOr<LladaConfig> ParseMoeFamilyConfig(const nlohmann::json& j, Architecture
 // forward pass does not need them; a sampler does).
 Status FillSpecialTokenIds(const std::string& dir, LladaConfig& config);
 
+// LLaDA2.1 checkpoints may say model_type "llada2_moe", as LLaDA2.0's do: they ship the same
+// configuration_llada2_moe.py / modeling_llada2_moe.py file names, and only their generate()
+// differs (token editing). An LLaDA2 config without token editing gets it when the checkpoint's
+// own modeling file (auto_map's AutoModelForCausalLM module, else modeling_llada2_moe.py, in
+// `dir`) defines LLaDA2.1's generate (it takes `editing_threshold`): what trust_remote_code would
+// run. `config_json` is config.json's text. Without such a file nothing changes.
+void DetectTokenEditing(const std::string& dir, const std::string& config_json, LladaConfig& config);
+
 // Dream's own fields (dream_config.cc), after the shared ones.
 Status ReadDreamFields(const nlohmann::json& j, const std::string& source, LladaConfig& c);
 nlohmann::json DreamFields(const LladaConfig& c);

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -89,6 +90,42 @@ TEST(MoeConfigTest, ReadsLlada21AsLlada2WithTokenEditing) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(back->token_editing);
   EXPECT_EQ(back->ToJsonText(), c->ToJsonText());
+}
+
+// LLaDA2.1 checkpoints may say model_type "llada2_moe" and ship configuration_llada2_moe.py /
+// modeling_llada2_moe.py like LLaDA2.0's: the modeling file's generate() tells them apart.
+TEST(MoeConfigTest, AnLlada2ConfigWithLlada21sModelingFileGeneratesWithTokenEditing) {
+  const std::string config = unmask::testing::ReadFile(unmask::testing::TestDataPath("tiny-llada2/config.json"));
+  const auto read = [&](const unmask::testing::TempDir& dir) {
+    std::ofstream(dir.File("config.json")) << config;
+    auto c = LladaConfig::FromFile(dir.File("config.json"));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() && c->token_editing;
+  };
+  const char* llada21_generate =
+      "    def generate(self, inputs=None, temperature=0.0, block_length=32, steps=32, gen_length=2048,\n"
+      "                 top_p=None, top_k=None, eos_early_stop=False, minimal_topk=1, threshold=0.95,\n"
+      "                 editing_threshold: float = 0.9, max_post_steps: int = 16, eos_id=156892, mask_id=156895):\n";
+  const char* llada20_generate =
+      "    def generate(self, inputs=None, temperature=0.0, block_length=32, steps=32, gen_length=2048,\n"
+      "                 top_p=None, top_k=None, eos_early_stop=False, minimal_topk=1, threshold=0.95):\n";
+  unmask::testing::TempDir none, v20, v21;
+  EXPECT_FALSE(read(none)) << "no modeling file: LLaDA2.0's generate";
+  std::ofstream(v20.File("modeling_llada2_moe.py")) << llada20_generate;
+  EXPECT_FALSE(read(v20));
+  std::ofstream(v21.File("modeling_llada2_moe.py")) << llada21_generate;
+  EXPECT_TRUE(read(v21));
+  // The module auto_map names, not a fixed file name.
+  unmask::testing::TempDir renamed;
+  json j = json::parse(config);
+  j["auto_map"]["AutoModelForCausalLM"] = "my_modeling.LLaDA2MoeModelLM";
+  std::ofstream(renamed.File("config.json")) << j.dump();
+  std::ofstream(renamed.File("modeling_llada2_moe.py")) << llada20_generate;
+  std::ofstream(renamed.File("my_modeling.py")) << llada21_generate;
+  auto c = LladaConfig::FromFile(renamed.File("config.json"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->token_editing);
+  EXPECT_THAT(c->ToJsonText(), HasSubstr("\"llada21_moe\"")) << "what the weight segment carries to executors";
 }
 
 TEST(MoeConfigTest, TensorListAndParameterCountMatchTheCheckpoints) {

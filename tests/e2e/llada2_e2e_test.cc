@@ -9,7 +9,10 @@
 
 #include <httplib.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -193,6 +196,52 @@ TEST(Llada21EndToEndTest, AnLlada21CheckpointEditsTokensAsTheOfficialGenerate) {
   r = stack.Cli(s, "generate --model tiny-llada21 --prompt-ids 17,230,45 --gen-length 8 --sampler llada2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(CompletedIds(JsonLines(r.out)).size(), 8u);
+}
+
+// LLaDA2.1 as it may be published: model_type "llada2_moe" and the file names of LLaDA2.0
+// (configuration_llada2_moe.py, modeling_llada2_moe.py), told apart by its modeling file's
+// generate(), which takes editing_threshold. Served by the loader and an executor and run by the
+// engine with no sampler named, it edits tokens (llada21) as the official generate does.
+TEST(Llada21EndToEndTest, AnLlada21CheckpointThatSaysLlada2MoeDefaultsToTokenEditing) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("unmask-llada21-as-llada2-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(TestDataPath("tiny-llada21"), dir);
+  json config = json::parse(std::ifstream(dir / "config.json"));
+  config["model_type"] = "llada2_moe";
+  config["auto_map"] = {{"AutoConfig", "configuration_llada2_moe.LLaDA2MoeConfig"},
+                        {"AutoModel", "modeling_llada2_moe.LLaDA2MoeModel"},
+                        {"AutoModelForCausalLM", "modeling_llada2_moe.LLaDA2MoeModelLM"}};
+  std::ofstream(dir / "config.json") << config.dump(2);
+  std::ofstream(dir / "modeling_llada2_moe.py")
+      << "class LLaDA2MoeModelLM:\n    def generate(self, inputs=None, temperature=0.0, block_length=32,\n"
+         "                 gen_length=2048, threshold=0.95, editing_threshold=0.9, max_post_steps=16):\n"
+         "        ...\n";
+  const json golden = json::parse(std::ifstream(TestDataPath("tiny-llada21.golden.json")));
+  const json& c = golden["cases"][1];  // many edits
+  const std::string flags = Flags(c) + " --editing-threshold " + std::to_string(c["editing_threshold"].get<double>()) +
+                            " --max-post-steps " + std::to_string(c["max_post_steps"].get<int>()) +
+                            " --num-to-transfer " + std::to_string(c["num_to_transfer"].get<int>());
+  {
+    Stack stack(dir.string(), "llada21-as-llada2");
+    stack.StartLoader();
+    stack.StartExecutor({"--precision", "fp32"});
+    const int s = stack.StartScheduler();
+    CliResult r = stack.Cli(s, "generate --model llada21-as-llada2" + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(LastLineWith(r.out, "accepted")["accepted"]["params"]["sampler"], "llada21") << r.out;
+    EXPECT_EQ(CutAtEos(CompletedIds(JsonLines(r.out)), c["eos_id"]), IdsOf(c["output"])) << r.out;
+  }
+  CliResult e = RunCommand(std::string(ENGINE_BIN) + " generate --model " + dir.string() + flags + " --precision fp32");
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EXPECT_EQ(LastLineWith(e.out, "output")["sampler"], "llada21") << e.out;
+  // Without the modeling file it is an LLaDA2.0 checkpoint: llada2 by default.
+  fs::remove(dir / "modeling_llada2_moe.py");
+  e = RunCommand(std::string(ENGINE_BIN) + " generate --model " + dir.string() +
+                 " --prompt-ids 17,230,45 --gen-length 8 --precision fp32 --json");
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EXPECT_EQ(LastLineWith(e.out, "output")["sampler"], "llada2") << e.out;
+  fs::remove_all(dir);
 }
 
 }  // namespace
