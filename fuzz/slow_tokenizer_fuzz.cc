@@ -3,7 +3,6 @@
 // order vocab.json, merges.txt, tokenizer_config.json, added_tokens.json (a missing part: no such
 // file). Every refusal must name a file of the directory; a tokenizer that loads encodes and
 // decodes a fixed text and decodes every id below its limit without crashing.
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_files.h"
+#include "fuzz/tokenizer_use.h"
 
 using unmask::tokenizer::Tokenizer;
 
@@ -45,17 +45,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     UNMASK_FUZZ_CHECK(tok.status().message().rfind(dir.path(), 0) == 0, "the error names the directory's file");
     return 0;
   }
-  static constexpr std::string_view kText = "In the beginning <|mask|> God  créa\tles 123 cieux!\n";
-  for (bool special : {false, true}) {
-    auto ids = (*tok)->Encode(kText, special);
-    if (ids.ok()) {
-      for (int32_t id : *ids) UNMASK_FUZZ_CHECK(id >= 0 && id < (*tok)->id_limit(), "encoded ids lie below id_limit");
-      (void)(*tok)->Decode(*ids, special);
-    }
-  }
-  const int32_t limit = std::min<int32_t>((*tok)->id_limit(), 4096);
-  std::vector<int32_t> all(static_cast<std::size_t>(limit));
-  for (int32_t i = 0; i < limit; ++i) all[static_cast<std::size_t>(i)] = i;
-  (void)(*tok)->Decode(all, false);
+  unmask::fuzz::UseTokenizer(**tok, "In the beginning <|mask|> God  créa\tles 123 cieux!\n");
   return 0;
 }
