@@ -87,7 +87,8 @@ def collect(dirs):
         saved["runs"][name] = dict(a, runs_seconds=e["runs_seconds"], forward_seconds=e["forward_seconds"],
                                    steps_run=e["steps_run"], load_seconds=e["load_seconds"], peak_mib=r["peak_mib"],
                                    cuda_graphs=e.get("cuda_graphs"), runs_identical=e["runs_identical"],
-                                   first_row_same_as_official=same[0], precision=e["compute"]["precision"])
+                                   first_row_same_as_official=same[0], precision=e["compute"]["precision"],
+                                   fused_projections=e["compute"].get("fused_projections"))
     return saved
 
 
@@ -122,6 +123,17 @@ def render(s):
                    f" {gen / gs:.1f} | {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |"
                    if e else f"| {gen} | {o['steps']} | {os_:.2f} | - | {gs:.2f} | **{os_ / gs:.2f}x** | {gen / gs:.1f} |"
                    f" {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |")
+    pairs = [(runs[f]["gen_length"], runs[f], runs[f + "_unfused"]) for f in ("ref_graphs", "ref_long_graphs")
+             if "runs_seconds" in runs.get(f, {}) and "runs_seconds" in runs.get(f + "_unfused", {})]
+    if pairs:
+        out += ["", "Each block's q/k/v products and its gate/up products joined into one product each (the default on"
+                " the GPU) against apart (`--fuse-projections off`), reference mode with CUDA graphs, side by side"
+                " in the same run:", "",
+                "| gen_length | apart s | joined s | apart / joined | ids equal to official (apart / joined) |",
+                "|---|---|---|---|---|"]
+        for gen, f, u in pairs:
+            out.append(f"| {gen} | {best(u):.2f} | {best(f):.2f} | **{best(u) / best(f):.2f}x** |"
+                       f" {u['first_row_same_as_official']} / {f['first_row_same_as_official']} of {gen} |")
     out += ["", "Modes at gen_length 256 (256 steps; on a random model the threshold never passes, so"
             " dual_cache+threshold also runs 256 forwards). Host share: the host's time launching the forwards"
             " over the generation's seconds (near 100%: the CPU, not the GPU, sets the pace).", "",
@@ -143,7 +155,7 @@ def render(s):
         first = " (one run)" if len(r["runs_seconds"]) == 1 else ""
         out.append(f"| {label} | {'yes' if r['graphs'] else 'no'} | {r['batch']} | {r['steps_run']} | {sec:.2f}{first} |"
                    f" {tps:.1f} | {1000 * sec / r['steps_run']:.1f} | {r['forward_seconds'] / sec:.0%} |"
-                   f" {tps / ref_tps:.2f}x | {share:.0%} | {r['peak_mib']:.0f} |")
+                   f" {tps / ref_tps:.2f}x | {share:.0%} | {'-' if r['peak_mib'] is None else round(r['peak_mib'])} |")
     timed = [(n, runs[n]) for n in ("ref_graphs_timed", "dual_graphs_timed") if "runs_seconds" in runs.get(n, {})]
     if timed:
         out += ["", "Where a step's time goes (`--time-forwards`: each forward waited for on the device):", "",
@@ -163,16 +175,19 @@ def render(s):
         mode = r["sampler"] + (" + graphs" if r["graphs"] else "")
         out.append(f"| {r['weights']} | {mode} | {r['gen_length']} | {r['peak_mib']:.0f} | {r['peak_mib'] / 1024:.2f} |")
     for o in s["official_runs"]:
+        if o.get("max_memory_reserved_bytes") is None:  # a CPU dry run
+            continue
         out.append(f"| bf16 | official generate() (torch.cuda.max_memory_reserved) | {o['gen_length']} |"
                    f" {o['max_memory_reserved_bytes'] / 2**20:.0f} | {o['max_memory_reserved_bytes'] / 2**30:.2f} |")
     loads = [r["load_seconds"] for r in runs.values() if r.get("weights") == "bf16" and "load_seconds" in r]
     qloads = [r["load_seconds"] for r in runs.values() if r.get("weights", "bf16") != "bf16" and "load_seconds" in r]
+    quantized = (f", {min(qloads):.0f}-{max(qloads):.0f} s with `--weights int8` / `int4:g64` (quantized on the"
+                 " CPU by the loader's code)") if qloads else ""
     out += ["", f"Loading: unmask {min(loads):.1f}-{max(loads):.1f} s for the bf16 checkpoint (15 GiB, from the page"
-            f" cache), {min(qloads):.0f}-{max(qloads):.0f} s with `--weights int8` / `int4:g64` (quantized on the"
-            f" CPU by the loader's code); the official code {s['official']['load_seconds']:.1f} s.",
+            f" cache){quantized}; the official code {s['official']['load_seconds']:.1f} s.",
             "", "Command (on the GPU machine, after `tools/gpu/stage_official.sh && tools/gpu/fetch_deps.sh` here):"
             " `tools/gpu/measure.sh`, then here `bench/gpu/gpu_report.py --out-dirs ... --save"
-            " bench/gpu/results/2026-11-26-h100.json --doc docs/benchmarks.md`."]
+            f" bench/gpu/results/{s.get('saved_as', 'DATE-h100.json')} --doc docs/benchmarks.md`."]
     return "\n".join(out) + "\n"
 
 
@@ -196,7 +211,10 @@ def main():
     if bool(a.out_dirs) == bool(a.load):
         sys.exit("give --out-dirs or --load")
     s = collect(a.out_dirs) if a.out_dirs else json.load(open(a.load))
+    if a.load:
+        s.setdefault("saved_as", os.path.basename(a.load))
     if a.save:
+        s["saved_as"] = os.path.basename(a.save)
         os.makedirs(os.path.dirname(a.save) or ".", exist_ok=True)
         json.dump(s, open(a.save, "w"), indent=1)
     body = render(s)

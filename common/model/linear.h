@@ -40,6 +40,7 @@ class Linear {
   at::Tensor weight() const;
   std::int64_t out_features() const;
   bool quantized() const { return quantized_ != nullptr; }
+  bool defined() const { return quantized_ != nullptr || weight_.defined(); }
 
  private:
   struct QuantizedWeight;
