@@ -92,6 +92,16 @@ def collect(dirs):
     return saved
 
 
+JOINED_MARK = " †"
+JOINED_NOTE = ("† ran with each block's q/k/v and gate/up products joined (the 2026-11-27 lease's build did so by"
+               " default; removed after it): a different engine from the one on main, and a peak memory that holds"
+               " the separate weights the joining freed, so such runs are left out of the memory table.")
+
+
+def joined(r):
+    return bool(r and r.get("fused_projections"))
+
+
 def best(r):
     """The last run (the first of several includes one-off set-up: cuBLAS, the first captures)."""
     return r["runs_seconds"][-1]
@@ -112,23 +122,24 @@ def render(s):
             " unmask tokens/s | ids equal to official | share of bf16 rate (official / unmask) |",
             "|---|---|---|---|---|---|---|---|---|"]
     for gen, eager, graphs in ((256, "ref_eager", "ref_graphs"), (1024, "ref_long_eager", "ref_long_graphs")):
-        o, e, g = off.get(gen), runs.get(eager), runs.get(graphs)
+        # The engine as it is: where a lease also ran the joined-products experiment, its apart run.
+        o, e, g = off.get(gen), runs.get(eager), runs.get(graphs + "_unfused", runs.get(graphs))
         if not (o and g):
             continue
         os_ = statistics.median(o["seconds"])
         gs = best(g)
         share_o = generation_flops("reference", gen, o["steps"], 1, official=True) / os_ / PEAK_BF16
         share_u = generation_flops("reference", gen, g["steps"], 1) / gs / PEAK_BF16
-        out.append(f"| {gen} | {o['steps']} | {os_:.2f} | {best(e):.2f} | {gs:.2f} | **{os_ / gs:.2f}x** |"
+        out.append(f"| {gen} | {o['steps']} | {os_:.2f} | {best(e):.2f}{JOINED_MARK * joined(e)} | {gs:.2f} | **{os_ / gs:.2f}x** |"
                    f" {gen / gs:.1f} | {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |"
                    if e else f"| {gen} | {o['steps']} | {os_:.2f} | - | {gs:.2f} | **{os_ / gs:.2f}x** | {gen / gs:.1f} |"
                    f" {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |")
     pairs = [(runs[f]["gen_length"], runs[f], runs[f + "_unfused"]) for f in ("ref_graphs", "ref_long_graphs")
              if "runs_seconds" in runs.get(f, {}) and "runs_seconds" in runs.get(f + "_unfused", {})]
     if pairs:
-        out += ["", "Each block's q/k/v products and its gate/up products joined into one product each (the default on"
-                " the GPU) against apart (`--fuse-projections off`), reference mode with CUDA graphs, side by side"
-                " in the same run:", "",
+        out += ["", "Each block's q/k/v products and its gate/up products joined into one product each (an experiment,"
+                " commit 28f88da, removed after this lease) against apart (the engine as it is), reference mode with"
+                " CUDA graphs, side by side in the same run:", "",
                 "| gen_length | apart s | joined s | apart / joined | ids equal to official (apart / joined) |",
                 "|---|---|---|---|---|"]
         for gen, f, u in pairs:
@@ -151,11 +162,13 @@ def render(s):
         sec = best(r)
         tps = r["batch"] * r["gen_length"] / sec
         share = generation_flops(r["sampler"], r["gen_length"], r["steps"], r["batch"]) / sec / PEAK_BF16
-        label = r["sampler"] + ("" if r["weights"] == "bf16" else f" ({r['weights']} weights)")
+        label = r["sampler"] + ("" if r["weights"] == "bf16" else f" ({r['weights']} weights)") + JOINED_MARK * joined(r)
         first = " (one run)" if len(r["runs_seconds"]) == 1 else ""
         out.append(f"| {label} | {'yes' if r['graphs'] else 'no'} | {r['batch']} | {r['steps_run']} | {sec:.2f}{first} |"
                    f" {tps:.1f} | {1000 * sec / r['steps_run']:.1f} | {r['forward_seconds'] / sec:.0%} |"
                    f" {tps / ref_tps:.2f}x | {share:.0%} | {'-' if r['peak_mib'] is None else round(r['peak_mib'])} |")
+    if any(joined(r) for r in runs.values()):
+        out += ["", JOINED_NOTE]
     timed = [(n, runs[n]) for n in ("ref_graphs_timed", "dual_graphs_timed") if "runs_seconds" in runs.get(n, {})]
     if timed:
         out += ["", "Where a step's time goes (`--time-forwards`: each forward waited for on the device):", "",
@@ -167,10 +180,12 @@ def render(s):
     out += ["", "Peak GPU memory (nvidia-smi's memory.used, polled every 50 ms, above the idle figure: the CUDA"
             " context and the caching allocator's reserve included):", "",
             "| weights | run | gen_length | peak MiB | peak GiB |", "|---|---|---|---|---|"]
-    for name in ("ref_eager", "ref_graphs", "dual_graphs", "ref_long_eager", "ref_long_graphs", "int8_dualthr",
-                 "int4_dualthr", "int4_long_mem"):
+    for name in ("ref_eager", "ref_graphs", "ref_graphs_unfused", "dual_graphs", "ref_long_eager", "ref_long_graphs",
+                 "ref_long_graphs_unfused", "int8_dualthr", "int4_dualthr", "int4_long_mem"):
         r = runs.get(name)
         if not r or r.get("peak_mib") is None:
+            continue
+        if joined(r):  # its peak holds the separate weights the joining freed into the allocator's cache
             continue
         mode = r["sampler"] + (" + graphs" if r["graphs"] else "")
         out.append(f"| {r['weights']} | {mode} | {r['gen_length']} | {r['peak_mib']:.0f} | {r['peak_mib'] / 1024:.2f} |")
@@ -207,6 +222,7 @@ def main():
     ap.add_argument("--load")
     ap.add_argument("--save")
     ap.add_argument("--doc")
+    ap.add_argument("--section", default="gpu", help="the doc's <!-- bench:SECTION --> to write")
     a = ap.parse_args()
     if bool(a.out_dirs) == bool(a.load):
         sys.exit("give --out-dirs or --load")
@@ -219,7 +235,7 @@ def main():
         json.dump(s, open(a.save, "w"), indent=1)
     body = render(s)
     if a.doc:
-        replace_section(a.doc, "gpu", body)
+        replace_section(a.doc, a.section, body)
     print(body)
 
 

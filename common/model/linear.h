@@ -40,7 +40,6 @@ class Linear {
   at::Tensor weight() const;
   std::int64_t out_features() const;
   bool quantized() const { return quantized_ != nullptr; }
-  bool defined() const { return quantized_ != nullptr || weight_.defined(); }
 
  private:
   struct QuantizedWeight;

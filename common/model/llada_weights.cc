@@ -80,45 +80,7 @@ at::Tensor TensorOver(const std::uint8_t* data, const std::vector<std::int64_t>&
   return view.to(device, compute, /*non_blocking=*/false, /*copy=*/true);
 }
 
-// `parts` side by side as one product's weight; each part becomes a row view of it.
-Linear Join(std::initializer_list<Linear*> parts) {
-  std::vector<at::Tensor> weights;
-  for (const Linear* l : parts) weights.push_back(l->weight());
-  at::Tensor joined = at::cat(weights, 0);
-  std::int64_t row = 0;
-  for (Linear* l : parts) {
-    const std::int64_t rows = l->out_features();
-    *l = Linear(joined.narrow(0, row, rows));
-    row += rows;
-  }
-  return Linear(joined);
-}
-
-bool AllDense(std::initializer_list<const Linear*> parts) {
-  for (const Linear* l : parts)
-    if (l->quantized()) return false;
-  return true;
-}
-
 }  // namespace
-
-void FuseBlockProjections(LladaWeights& w) {
-  for (LladaBlockWeights& blk : w.blocks) {
-    const bool biases = blk.q_bias.defined();
-    if (AllDense({&blk.q_proj, &blk.k_proj, &blk.v_proj}) && biases == blk.k_bias.defined() &&
-        biases == blk.v_bias.defined()) {
-      const std::int64_t q = blk.q_proj.out_features(), kv = blk.k_proj.out_features();
-      blk.qkv_proj = Join({&blk.q_proj, &blk.k_proj, &blk.v_proj});
-      if (biases) {
-        blk.qkv_bias = at::cat({blk.q_bias, blk.k_bias, blk.v_bias}, 0);
-        blk.q_bias = blk.qkv_bias.narrow(0, 0, q);
-        blk.k_bias = blk.qkv_bias.narrow(0, q, kv);
-        blk.v_bias = blk.qkv_bias.narrow(0, q + kv, kv);
-      }
-    }
-    if (blk.moe.empty() && AllDense({&blk.ff_proj, &blk.up_proj})) blk.gate_up_proj = Join({&blk.ff_proj, &blk.up_proj});
-  }
-}
 
 StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
                                         std::shared_ptr<const checkpoint::Checkpoint> ckpt,
@@ -141,7 +103,6 @@ StatusOr<LladaWeights> LoadLladaWeights(const checkpoint::LladaConfig& config,
   };
   try {
     UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, read));
-    if (FuseProjections(options.fuse_projections, /*own_device_copies=*/!device.is_cpu())) FuseBlockProjections(w);
     if (any_view) w.backing = ckpt;
     return w;
   } catch (const std::exception& e) {
@@ -195,9 +156,6 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
   };
   try {
     UNMASK_ASSIGN_OR_RETURN(LladaWeights w, Assemble(config, read));
-    // With the loader's device region the weights are views of its one copy: joining them
-    // would make a second.
-    if (FuseProjections(options.fuse_projections, !device.is_cpu() && region == nullptr)) FuseBlockProjections(w);
     if (any_view) w.backing = segment;
     return w;
   } catch (const std::exception& e) {

@@ -29,11 +29,6 @@ struct LladaBlockWeights {
   at::Tensor q_norm, k_norm;        // [head_dim]: QK-norm weights, undefined when the model has none
   at::Tensor q_bias, k_bias, v_bias;  // q/k/v projection biases (Dream), undefined when none
   MoeWeights moe;                   // a MoE layer's block in place of the dense MLP; empty otherwise
-  // Where FuseBlockProjections joined them: q/k/v as one [q + 2 kv, d] product (with qkv_bias
-  // when the model has biases) and the SwiGLU gate/up as one [2 hidden, d] product; q_proj and
-  // the others are then row views of these. Undefined otherwise.
-  Linear qkv_proj, gate_up_proj;
-  at::Tensor qkv_bias;
 };
 
 struct LladaWeights {
@@ -44,11 +39,6 @@ struct LladaWeights {
   // Keeps mapped checkpoint memory alive when tensors are zero-copy views into it.
   std::shared_ptr<const void> backing;
 };
-
-// Joins each block's dense q/k/v weights (and biases) into one tensor, and its dense SwiGLU
-// gate/up weights into another (ModelOptions::fuse_projections); quantized layers stay apart.
-// The joined tensors are copies: the separate weights become views of them.
-void FuseBlockProjections(LladaWeights& w);
 
 // Reads every tensor of `ckpt` (validated against `config`) into the options' dtype and device.
 // Tensors whose stored dtype already equals the compute dtype on CPU are zero-copy views into

@@ -19,17 +19,6 @@ StatusOr<std::optional<Precision>> ParsePrecisionFlag(const std::string& text) {
   return std::optional<Precision>(*p);
 }
 
-StatusOr<Fusion> ParseFusion(const std::string& text) {
-  if (text == "auto") return Fusion::kAuto;
-  if (text == "on") return Fusion::kOn;
-  if (text == "off") return Fusion::kOff;
-  return InvalidArgumentError("'" + text + "' is not one of auto, on, off");
-}
-
-bool FuseProjections(Fusion f, bool own_device_copies) {
-  return f == Fusion::kOn || (f == Fusion::kAuto && own_device_copies);
-}
-
 Precision StoredPrecision(const std::string& loader_precision) {
   auto p = ParsePrecision(loader_precision);
   return p.ok() ? *p : Precision::kBFloat16;  // quantized (int8, int4:g64) and unknown: dequantized to bf16

@@ -19,15 +19,6 @@ StatusOr<std::optional<Precision>> ParsePrecisionFlag(const std::string& text);
 Precision StoredPrecision(const std::string& loader_precision);
 const char* PrecisionName(Precision p);
 
-// Whether each block's q/k/v products and its SwiGLU gate/up products run as one product each
-// (LladaBlockWeights::qkv_proj, gate_up_proj). kAuto: where the weights are the model's own
-// copies on a GPU (one larger matrix product fills the card better; on the CPU the few-row
-// kernels read the shared weights where they lie, and a concatenated copy would double them).
-enum class Fusion { kAuto, kOn, kOff };
-StatusOr<Fusion> ParseFusion(const std::string& text);  // "auto" | "on" | "off"
-// kAuto resolved: on where `own_device_copies` (the weights were copied onto a GPU).
-bool FuseProjections(Fusion f, bool own_device_copies);
-
 struct ModelOptions {
   Precision precision = Precision::kFloat32;
   // Why this precision (ChooseCompute's reason), for logs, GetCapacity and the metrics.
@@ -45,7 +36,6 @@ struct ModelOptions {
   // so that GenerationResult::forward_seconds is the forward's whole time, device included, and
   // the rest of a generation's time is the sampler's (a profiling switch: costs one wait a step).
   bool time_forwards = false;
-  Fusion fuse_projections = Fusion::kAuto;
 };
 
 // A per-thread attention chunk for the forward passes this thread runs while the object lives

@@ -154,26 +154,15 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
                                    const PackedRotary& rope, std::size_t layer) const {
   const std::int64_t n = x.size(0), hd = config_.head_dim();
   at::Tensor h = RmsNorm(x, blk.attn_norm, config_.rms_norm_eps);
-  at::Tensor q, k, v;
-  if (blk.qkv_proj.defined()) {  // one product, split by columns into views
-    const at::Tensor qkv = WithBias(blk.qkv_proj.Apply(h), blk.qkv_bias);
-    const std::int64_t qw = config_.q_width(), kw = config_.kv_width();
-    q = qkv.narrow(1, 0, qw);
-    k = qkv.narrow(1, qw, kw);
-    v = qkv.narrow(1, qw + kw, kw);
-  } else {
-    q = WithBias(blk.q_proj.Apply(h), blk.q_bias);
-    k = WithBias(blk.k_proj.Apply(h), blk.k_bias);
-    v = WithBias(blk.v_proj.Apply(h), blk.v_bias);
-  }
-  q = q.view({n, config_.n_heads, hd});
-  k = k.view({n, config_.n_kv_heads, hd});
+  at::Tensor q = WithBias(blk.q_proj.Apply(h), blk.q_bias).view({n, config_.n_heads, hd});
+  at::Tensor k = WithBias(blk.k_proj.Apply(h), blk.k_bias).view({n, config_.n_kv_heads, hd});
   if (blk.q_norm.defined()) {  // QK-norm over each head's dims, before RoPE
     q = RmsNorm(q, blk.q_norm, config_.rms_norm_eps);
     k = RmsNorm(k, blk.k_norm, config_.rms_norm_eps);
   }
   q = RotateRows(q, rope);
   k = RotateRows(k, rope);
+  const at::Tensor v = WithBias(blk.v_proj.Apply(h), blk.v_bias);
   // Each segment's attention on one thread, the segments spread over the pool: a segment's
   // attention is a few small operators, computed the same way whatever else is packed.
   std::vector<at::Tensor> parts(segments.size());
@@ -185,11 +174,6 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
 
   h = RmsNorm(out, blk.ff_norm, config_.rms_norm_eps);
   if (!blk.moe.empty()) return out + MoeForward(config_, blk.moe, h, static_cast<std::int64_t>(layer));
-  if (blk.gate_up_proj.defined()) {
-    const at::Tensor gate_up = blk.gate_up_proj.Apply(h);
-    const std::int64_t hidden = gate_up.size(1) / 2;
-    return out + blk.ff_out.Apply(at::silu(gate_up.narrow(1, 0, hidden)) * gate_up.narrow(1, hidden, hidden));
-  }
   at::Tensor gate = at::silu(blk.ff_proj.Apply(h));
   return out + blk.ff_out.Apply(gate * blk.up_proj.Apply(h));
 }

@@ -306,23 +306,5 @@ TEST(UnmaskEngineRunOptionsTest, CudaGraphsOnTheCpuSayWhyAndChangeNothing) {
   EXPECT_THAT(said, HasSubstr("--cuda-graphs: graphs need --device cuda; the forwards run eagerly"));
 }
 
-// --fuse-projections: off by default on the CPU (auto); on joins each block's q/k/v and gate/up
-// products and gives the same ids; quantized layers stay apart; a bad value is named.
-TEST(UnmaskEngineRunOptionsTest, FuseProjectionsJoinsTheProductsAndKeepsTheIds) {
-  testing::CommandResult plain = RunCommand(kTinyGenerate);
-  ASSERT_EQ(plain.exit_code, 0) << plain.out;
-  EXPECT_FALSE(json::parse(plain.out)["compute"]["fused_projections"].get<bool>());
-  testing::CommandResult on = RunCommand(kTinyGenerate + " --fuse-projections on");
-  ASSERT_EQ(on.exit_code, 0) << on.out;
-  EXPECT_TRUE(json::parse(on.out)["compute"]["fused_projections"].get<bool>());
-  EXPECT_EQ(json::parse(on.out)["output"], json::parse(plain.out)["output"]);
-  testing::CommandResult int8 = RunCommand(kTinyGenerate + " --weights int8 --fuse-projections on");
-  ASSERT_EQ(int8.exit_code, 0) << int8.out;
-  EXPECT_FALSE(json::parse(int8.out)["compute"]["fused_projections"].get<bool>()) << "quantized layers stay apart";
-  testing::CommandResult bad = RunCommand(kTinyGenerate + " --fuse-projections yes");
-  EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_THAT(bad.out, HasSubstr("--fuse-projections: 'yes' is not one of auto, on, off"));
-}
-
 }  // namespace
 }  // namespace unmask

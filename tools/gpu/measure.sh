@@ -2,8 +2,7 @@
 # The one prepared run of a GPU lease (issue 32): builds unmask-engine and make-model, writes an
 # LLaDA-8B-shaped random bf16 checkpoint, then measures side by side on the one GPU
 #   - the official generate() over the official modeling code (bench/gpu/official_llada.py),
-#   - unmask's reference mode, eager and with CUDA graphs (--cuda-graphs), and with each block's
-#     q/k/v and gate/up products joined (the default there) against apart (--fuse-projections off),
+#   - unmask's reference mode, eager and with CUDA graphs (--cuda-graphs),
 #   - dual_cache and dual_cache+threshold, eager and with graphs,
 #   - gen_length 1024, batches of 8 and 32 prompts (the executor's batching: one packed forward),
 #   - int8 and int4 weights (--weights), peak GPU memory of every run (nvidia-smi, polled).
@@ -137,8 +136,6 @@ G=(--prompt-ids "$PROMPT" --gen-length "$SHORT" --block-length 32 --steps "$SHOR
 official
 run ref_eager --sampler reference "${G[@]}" --repeat 2
 run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
-# The same without joining q/k/v and gate/up into one product each (on by default on the GPU).
-run ref_graphs_unfused --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --fuse-projections off
 run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs
 run dualthr_graphs --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
@@ -147,7 +144,6 @@ run dual_graphs_timed --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --
 run ref_graphs_timed --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --time-forwards
 L=(--prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 --steps "$LONG_STEPS")
 run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs
-run ref_long_graphs_unfused --sampler reference "${L[@]}" --repeat 2 --cuda-graphs --fuse-projections off
 BATCH8=() BATCH32=()
 for i in $(seq 8); do BATCH8+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
 for i in $(seq 32); do BATCH32+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done

@@ -164,7 +164,6 @@ struct Printed {
   const sampler::PromptBatch& prompts;
   const model::ComputeSetup& setup;
   const model::ComputeChoice& compute;
-  bool fused_projections;  // the loaded blocks' q/k/v and gate/up run as one product each
 };
 
 // How long each of --repeat's generations took, and whether they all gave the printed output.
@@ -195,7 +194,6 @@ void PrintJson(const Printed& p, const sampler::GenerationResult& result, const 
   setup_json["threads"] = p.setup.threads;
   setup_json["gemm"] = p.setup.gemm_line;
   setup_json["allocator"] = p.setup.allocator;
-  setup_json["fused_projections"] = p.fused_projections;
   j["compute"] = setup_json;
   if (!texts.empty()) j["text"] = texts;
   if (!p.options.prompt_text.empty()) j["prompt_ids"] = p.prompts.ids;
@@ -302,9 +300,6 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   mopts.attention_query_chunk = o.attention_chunk;
   mopts.cuda_graphs = o.cuda_graphs;
   mopts.time_forwards = o.time_forwards;
-  auto fusion = model::ParseFusion(o.fuse_projections);
-  if (!fusion.ok()) return fail(Status(fusion.status().code(), "--fuse-projections: " + fusion.status().message()));
-  mopts.fuse_projections = *fusion;
   if (o.cuda_graphs && (!device->is_cuda() || !model::GraphedForward::Available()))
     err << "unmask-engine generate: --cuda-graphs: "
         << (device->is_cuda() ? "this build's LibTorch has no CUDA graphs" : "graphs need --device cuda")
@@ -335,9 +330,7 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
     result = std::move(this_run);
   }
   const std::vector<std::string> texts = FinishRows(prompts.canvas, *params, tok->get(), *result);
-  const auto& blocks = (*model)->weights().blocks;
-  const Printed printed{o,     *params, tok->get(), prompts, *setup, compute,
-                        !blocks.empty() && blocks[0].qkv_proj.defined()};
+  const Printed printed{o, *params, tok->get(), prompts, *setup, compute};
   if (o.json) {
     PrintJson(printed, *result, texts, per_step, timings, out);
   } else {
@@ -424,10 +417,6 @@ void AddGenerateCommand(CLI::App& app) {
                   "Convert or quantize the weights as the loader does: int8, int4:g64, bf16, ... (default: as stored)");
   cmd->add_flag("--cuda-graphs", opts->cuda_graphs,
                 "cuda: capture the generation's repeating forwards as CUDA graphs and replay them");
-  cmd->add_option("--fuse-projections", opts->fuse_projections,
-                  "Each block's q/k/v and gate/up products as one product each: auto (on a GPU, where the weights "
-                  "are the model's own copies), on or off")
-      ->capture_default_str();
   cmd->add_flag("--time-forwards", opts->time_forwards,
                 "Wait for each forward on the device, so --json's forward_seconds is the forwards' whole time");
   cmd->add_option("--repeat", opts->repeat, "Run the generation this many times on the loaded model (--json: runs_seconds)")
