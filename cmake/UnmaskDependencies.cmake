@@ -27,6 +27,13 @@ else()
   set(UNMASK_CUDA_GRAPHS OFF)
 endif()
 message(STATUS "unmask: CUDA graphs ${UNMASK_CUDA_GRAPHS}")
+# Fused elementwise kernels (common/model/fused_ops.h) need nvcc and ATen's CUDA headers too.
+if(UNMASK_WITH_CUDA AND CUDAToolkit_FOUND)
+  option(UNMASK_CUDA_KERNELS "Build the fused elementwise CUDA kernels (ModelOptions::fused_kernels)" ON)
+else()
+  set(UNMASK_CUDA_KERNELS OFF)
+endif()
+message(STATUS "unmask: CUDA kernels ${UNMASK_CUDA_KERNELS}")
 
 # CUDA IPC weight sharing (common/segment/cuda_ipc) needs only the CUDA runtime library, not nvcc
 # nor a CUDA LibTorch: it is on by default wherever the toolkit is found, and the build works

@@ -18,6 +18,7 @@ divided by the seconds and by 790 TFLOP/s, the dense bf16 rate measured on this 
   bench/gpu/gpu_report.py --load bench/gpu/results/2026-11-26-h100.json --doc docs/benchmarks.md
 """
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -88,8 +89,20 @@ def collect(dirs):
                                    steps_run=e["steps_run"], load_seconds=e["load_seconds"], peak_mib=r["peak_mib"],
                                    cuda_graphs=e.get("cuda_graphs"), runs_identical=e["runs_identical"],
                                    first_row_same_as_official=same[0], precision=e["compute"]["precision"],
-                                   fused_projections=e["compute"].get("fused_projections"))
+                                   fused_projections=e["compute"].get("fused_projections"),
+                                   ids_sha1=hashlib.sha1(json.dumps(e["output"]).encode()).hexdigest()[:12])
     return saved
+
+
+def pair_table(before, after, pairs):
+    rows = [f"| mode | gen_length | {before} s | {after} s | {before} / {after} | ids equal to official ({before} / {after}) |"
+            " all ids the same both ways |", "|---|---|---|---|---|---|---|"]
+    for gen, b, a in pairs:
+        same = f"{b['first_row_same_as_official']} / {a['first_row_same_as_official']} of {gen}"
+        both = "-" if "ids_sha1" not in b else ("yes" if b["ids_sha1"] == a.get("ids_sha1") else "**no**")
+        rows.append(f"| {b['sampler']} | {gen} | {best(b):.2f} | {best(a):.2f} | **{best(b) / best(a):.2f}x** | {same} |"
+                    f" {both} |")
+    return rows
 
 
 JOINED_MARK = " †"
@@ -134,17 +147,21 @@ def render(s):
                    f" {gen / gs:.1f} | {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |"
                    if e else f"| {gen} | {o['steps']} | {os_:.2f} | - | {gs:.2f} | **{os_ / gs:.2f}x** | {gen / gs:.1f} |"
                    f" {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |")
-    pairs = [(runs[f]["gen_length"], runs[f], runs[f + "_unfused"]) for f in ("ref_graphs", "ref_long_graphs")
-             if "runs_seconds" in runs.get(f, {}) and "runs_seconds" in runs.get(f + "_unfused", {})]
-    if pairs:
+    # Side-by-side experiments of one lease: (what, the engine without it, with it).
+    joined_pairs = [(runs[f]["gen_length"], runs[f + "_unfused"], runs[f]) for f in ("ref_graphs", "ref_long_graphs")
+                    if "runs_seconds" in runs.get(f, {}) and "runs_seconds" in runs.get(f + "_unfused", {})]
+    if joined_pairs:
         out += ["", "Each block's q/k/v products and its gate/up products joined into one product each (an experiment,"
                 " commit 28f88da, removed after this lease) against apart (the engine as it is), reference mode with"
-                " CUDA graphs, side by side in the same run:", "",
-                "| gen_length | apart s | joined s | apart / joined | ids equal to official (apart / joined) |",
-                "|---|---|---|---|---|"]
-        for gen, f, u in pairs:
-            out.append(f"| {gen} | {best(u):.2f} | {best(f):.2f} | **{best(u) / best(f):.2f}x** |"
-                       f" {u['first_row_same_as_official']} / {f['first_row_same_as_official']} of {gen} |")
+                " CUDA graphs, side by side in the same run:", ""]
+        out += pair_table("apart", "joined", joined_pairs)
+    kernel_pairs = [(runs[f]["gen_length"], runs[f], runs[f + "_fk"]) for f in ("ref_graphs", "dual_graphs", "ref_long_graphs")
+                    if "runs_seconds" in runs.get(f, {}) and "runs_seconds" in runs.get(f + "_fk", {})]
+    if kernel_pairs:
+        out += ["", "The fused elementwise kernels (`--fused-kernels`: RMSNorm, rotary embedding and the SiLU product as"
+                " one kernel each, common/model/fused_ops.h) against ATen's operators, with CUDA graphs, side by side in"
+                " the same run:", ""]
+        out += pair_table("ATen", "fused", kernel_pairs)
     out += ["", "Modes at gen_length 256 (256 steps; on a random model the threshold never passes, so"
             " dual_cache+threshold also runs 256 forwards). Host share: the host's time launching the forwards"
             " over the generation's seconds (near 100%: the CPU, not the GPU, sets the pace).", "",

@@ -79,6 +79,9 @@ class LladaModel : public ModelBackend {
   // q or k rows [N, heads, head_dim] rotated by their rows of `rope` (all dims, or the first
   // rotary_dim of each head); unchanged without rotary dims.
   at::Tensor RotateRows(const at::Tensor& x, const PackedRotary& rope) const;
+  // RmsNorm and the SwiGLU product (layers.h), through fused_ops.h where options_.fused_kernels.
+  at::Tensor Norm(const at::Tensor& x, const at::Tensor& weight) const;
+  at::Tensor SiluTimes(const at::Tensor& gate, const at::Tensor& up) const;
   at::Tensor SegmentAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const PackedSegment& seg,
                               const SegmentPlan& plan, std::size_t layer) const;
   at::Tensor PackedBlock(const LladaBlockWeights& blk, const at::Tensor& x, const std::vector<PackedSegment>& segments,

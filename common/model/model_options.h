@@ -36,6 +36,9 @@ struct ModelOptions {
   // so that GenerationResult::forward_seconds is the forward's whole time, device included, and
   // the rest of a generation's time is the sampler's (a profiling switch: costs one wait a step).
   bool time_forwards = false;
+  // On cuda, in a build with the fused kernels (fused_ops.h): each layer's RMSNorm, rotary
+  // embedding and SiLU product as one kernel each instead of ATen's several, the same bits.
+  bool fused_kernels = false;
 };
 
 // A per-thread attention chunk for the forward passes this thread runs while the object lives

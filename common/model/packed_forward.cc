@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model/fused_ops.h"
 #include "common/model/layers.h"
 #include "common/model/llada_model.h"
 #include "common/model/moe.h"
@@ -121,7 +122,25 @@ LladaModel::PackedRotary LladaModel::RotaryRows(const std::vector<PackedSegment>
 at::Tensor LladaModel::RotateRows(const at::Tensor& x, const PackedRotary& rope) const {
   if (!rope.cos.defined()) return x;
   const std::int64_t rd = config_.rotary_dim();
-  return rd == x.size(-1) ? ApplyRotaryRows(x, rope.cos, rope.sin) : ApplyPartialRotaryRows(x, rope.cos, rope.sin, rd);
+  if (rd != x.size(-1)) return ApplyPartialRotaryRows(x, rope.cos, rope.sin, rd);
+  if (options_.fused_kernels) {
+    if (at::Tensor y = fused::Rotary(x, rope.cos, rope.sin); y.defined()) return y;
+  }
+  return ApplyRotaryRows(x, rope.cos, rope.sin);
+}
+
+at::Tensor LladaModel::Norm(const at::Tensor& x, const at::Tensor& weight) const {
+  if (options_.fused_kernels) {
+    if (at::Tensor y = fused::RmsNorm(x, weight, config_.rms_norm_eps); y.defined()) return y;
+  }
+  return RmsNorm(x, weight, config_.rms_norm_eps);
+}
+
+at::Tensor LladaModel::SiluTimes(const at::Tensor& gate, const at::Tensor& up) const {
+  if (options_.fused_kernels) {
+    if (at::Tensor y = fused::SiluMul(gate, up); y.defined()) return y;
+  }
+  return at::silu(gate) * up;
 }
 
 at::Tensor LladaModel::SegmentAttention(const at::Tensor& q2, const at::Tensor& k2, const at::Tensor& v2,
@@ -153,12 +172,12 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
                                    const std::vector<PackedSegment>& segments, const std::vector<SegmentPlan>& plans,
                                    const PackedRotary& rope, std::size_t layer) const {
   const std::int64_t n = x.size(0), hd = config_.head_dim();
-  at::Tensor h = RmsNorm(x, blk.attn_norm, config_.rms_norm_eps);
+  at::Tensor h = Norm(x, blk.attn_norm);
   at::Tensor q = WithBias(blk.q_proj.Apply(h), blk.q_bias).view({n, config_.n_heads, hd});
   at::Tensor k = WithBias(blk.k_proj.Apply(h), blk.k_bias).view({n, config_.n_kv_heads, hd});
   if (blk.q_norm.defined()) {  // QK-norm over each head's dims, before RoPE
-    q = RmsNorm(q, blk.q_norm, config_.rms_norm_eps);
-    k = RmsNorm(k, blk.k_norm, config_.rms_norm_eps);
+    q = Norm(q, blk.q_norm);
+    k = Norm(k, blk.k_norm);
   }
   q = RotateRows(q, rope);
   k = RotateRows(k, rope);
@@ -172,10 +191,9 @@ at::Tensor LladaModel::PackedBlock(const LladaBlockWeights& blk, const at::Tenso
   const at::Tensor att = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
   at::Tensor out = x + blk.attn_out.Apply(att);
 
-  h = RmsNorm(out, blk.ff_norm, config_.rms_norm_eps);
+  h = Norm(out, blk.ff_norm);
   if (!blk.moe.empty()) return out + MoeForward(config_, blk.moe, h, static_cast<std::int64_t>(layer));
-  at::Tensor gate = at::silu(blk.ff_proj.Apply(h));
-  return out + blk.ff_out.Apply(gate * blk.up_proj.Apply(h));
+  return out + blk.ff_out.Apply(SiluTimes(blk.ff_proj.Apply(h), blk.up_proj.Apply(h)));
 }
 
 struct LladaModel::ForwardPlan {

@@ -290,6 +290,22 @@ TEST(UnmaskEngineRunOptionsTest, WeightsAreConvertedAsTheLoaderDoes) {
   EXPECT_THAT(bad.out, HasSubstr("--weights: precision spec 'int9'"));
 }
 
+// --fused-kernels where they cannot run (a CPU device, or a build without them): said on stderr,
+// ATen's operators run, the output is unchanged and --json says they were not used.
+TEST(UnmaskEngineRunOptionsTest, FusedKernelsOnTheCpuSayWhyAndChangeNothing) {
+  testing::TempDir dir;
+  testing::CommandResult plain = RunCommand(kTinyGenerate);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  testing::CommandResult r = RunCommand("(" + kTinyGenerate + " --fused-kernels 2>" + dir.File("err") + ")");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json out = json::parse(r.out);
+  EXPECT_EQ(out["output"], json::parse(plain.out)["output"]);
+  EXPECT_FALSE(out["compute"]["fused_kernels"].get<bool>());
+  std::ifstream err(dir.File("err"));
+  const std::string said((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(said, HasSubstr("--fused-kernels: the kernels need --device cuda; ATen's operators run"));
+}
+
 // --cuda-graphs where graphs cannot run (a CPU build and device): said on stderr, the forwards
 // run eagerly, the output is unchanged.
 TEST(UnmaskEngineRunOptionsTest, CudaGraphsOnTheCpuSayWhyAndChangeNothing) {

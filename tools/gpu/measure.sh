@@ -2,7 +2,8 @@
 # The one prepared run of a GPU lease (issue 32): builds unmask-engine and make-model, writes an
 # LLaDA-8B-shaped random bf16 checkpoint, then measures side by side on the one GPU
 #   - the official generate() over the official modeling code (bench/gpu/official_llada.py),
-#   - unmask's reference mode, eager and with CUDA graphs (--cuda-graphs),
+#   - unmask's reference mode, eager and with CUDA graphs (--cuda-graphs), and with the fused
+#     elementwise kernels (--fused-kernels) against ATen's operators,
 #   - dual_cache and dual_cache+threshold, eager and with graphs,
 #   - gen_length 1024, batches of 8 and 32 prompts (the executor's batching: one packed forward),
 #   - int8 and int4 weights (--weights), peak GPU memory of every run (nvidia-smi, polled).
@@ -57,9 +58,9 @@ else
   }
   configure > "$OUT/build.log" 2>&1 && ninja -C "$BUILD" -k 0 unmask-engine make-model >> "$OUT/build.log" 2>&1
   if [ ! -x "$BUILD/tools/unmask_engine/unmask-engine" ]; then
-    log "build with CUDA graphs failed (tail of build.log below); building without them"
+    log "build with CUDA graphs and kernels failed (tail of build.log below); building without them"
     grep -E "error|FAILED" "$OUT/build.log" | head -20 | tee -a "$OUT/log.txt"
-    configure -DUNMASK_CUDA_GRAPHS=OFF >> "$OUT/build.log" 2>&1 && ninja -C "$BUILD" unmask-engine make-model >> "$OUT/build.log" 2>&1 ||
+    configure -DUNMASK_CUDA_GRAPHS=OFF -DUNMASK_CUDA_KERNELS=OFF >> "$OUT/build.log" 2>&1 && ninja -C "$BUILD" unmask-engine make-model >> "$OUT/build.log" 2>&1 ||
       { log "build failed"; tail -30 "$OUT/build.log"; exit 1; }
   fi
   log "built"
@@ -136,6 +137,9 @@ G=(--prompt-ids "$PROMPT" --gen-length "$SHORT" --block-length 32 --steps "$SHOR
 official
 run ref_eager --sampler reference "${G[@]}" --repeat 2
 run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
+# The same with the fused elementwise kernels (--fused-kernels): the ids must stay the official's.
+run ref_graphs_fk --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --fused-kernels
+run dual_graphs_fk --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --fused-kernels
 run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs
 run dualthr_graphs --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
@@ -144,6 +148,7 @@ run dual_graphs_timed --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --
 run ref_graphs_timed --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --time-forwards
 L=(--prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 --steps "$LONG_STEPS")
 run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs
+run ref_long_graphs_fk --sampler reference "${L[@]}" --repeat 2 --cuda-graphs --fused-kernels
 BATCH8=() BATCH32=()
 for i in $(seq 8); do BATCH8+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
 for i in $(seq 32); do BATCH32+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done

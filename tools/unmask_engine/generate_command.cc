@@ -13,6 +13,7 @@
 #include "common/model/llada_model.h"
 #include "common/model/compute_setup.h"
 #include "common/model/cuda_graph_forward.h"
+#include "common/model/fused_ops.h"
 #include "common/model/torch_util.h"
 #include "common/registry/progressive_loader.h"
 #include "common/segment/weight_view.h"
@@ -194,6 +195,7 @@ void PrintJson(const Printed& p, const sampler::GenerationResult& result, const 
   setup_json["threads"] = p.setup.threads;
   setup_json["gemm"] = p.setup.gemm_line;
   setup_json["allocator"] = p.setup.allocator;
+  setup_json["fused_kernels"] = p.options.fused_kernels && p.options.device != "cpu" && model::fused::Available();
   j["compute"] = setup_json;
   if (!texts.empty()) j["text"] = texts;
   if (!p.options.prompt_text.empty()) j["prompt_ids"] = p.prompts.ids;
@@ -300,6 +302,11 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   mopts.attention_query_chunk = o.attention_chunk;
   mopts.cuda_graphs = o.cuda_graphs;
   mopts.time_forwards = o.time_forwards;
+  mopts.fused_kernels = o.fused_kernels;
+  if (o.fused_kernels && (!device->is_cuda() || !model::fused::Available()))
+    err << "unmask-engine generate: --fused-kernels: "
+        << (device->is_cuda() ? "this build has no CUDA kernels" : "the kernels need --device cuda")
+        << "; ATen's operators run\n";
   if (o.cuda_graphs && (!device->is_cuda() || !model::GraphedForward::Available()))
     err << "unmask-engine generate: --cuda-graphs: "
         << (device->is_cuda() ? "this build's LibTorch has no CUDA graphs" : "graphs need --device cuda")
@@ -417,6 +424,8 @@ void AddGenerateCommand(CLI::App& app) {
                   "Convert or quantize the weights as the loader does: int8, int4:g64, bf16, ... (default: as stored)");
   cmd->add_flag("--cuda-graphs", opts->cuda_graphs,
                 "cuda: capture the generation's repeating forwards as CUDA graphs and replay them");
+  cmd->add_flag("--fused-kernels", opts->fused_kernels,
+                "cuda: each layer's RMSNorm, rotary embedding and SiLU product as one kernel each (the same bits)");
   cmd->add_flag("--time-forwards", opts->time_forwards,
                 "Wait for each forward on the device, so --json's forward_seconds is the forwards' whole time");
   cmd->add_option("--repeat", opts->repeat, "Run the generation this many times on the loaded model (--json: runs_seconds)")

@@ -40,6 +40,7 @@ struct GenerateOptions {
   int threads = 0;                    // intra-op threads; 0: one per core
   bool cuda_graphs = false;           // ModelOptions::cuda_graphs
   bool time_forwards = false;         // ModelOptions::time_forwards
+  bool fused_kernels = false;         // ModelOptions::fused_kernels
   // The loader's precision spec (int8, int4:g64, bf16, ...): the weights are converted or
   // quantized as the loader does it, into a private segment; empty: the checkpoint as stored.
   std::string weights;
