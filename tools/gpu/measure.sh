@@ -12,7 +12,9 @@
 # a stage that would start after LIMIT seconds is skipped, so a lease always brings back figures.
 #
 #   tools/gpu/stage_official.sh && tools/gpu/fetch_deps.sh    # here, before the lease
+#   tools/gpu/weights_aside.sh out                            # here: the tree must fit the 64 MiB carry
 #   tools/gpu/measure.sh       # there: device run carrying .device/gpudeps-slim.tar.xz and .device/official
+#   tools/gpu/weights_aside.sh back                           # here, after the lease
 #   tools/gpu/measure.sh --dry                                # here: tiny shapes on the CPU, the
 #                                                             # same steps, so no lease is spent on a typo
 # Environment: OUT (default /tmp/unmask-gpu-out), LIMIT (seconds, default 470), MODEL_DIR,
