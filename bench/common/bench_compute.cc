@@ -5,6 +5,7 @@
 
 #include "common/model/compute_setup.h"
 #include "common/model/cpu_features.h"
+#include "common/model/torch_util.h"
 
 namespace unmask::bench {
 
@@ -24,11 +25,18 @@ std::string SetUpComputeOrExit(int threads, const std::string& gemm, bool tune_a
   return line;
 }
 
-std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const std::string& precision) {
-  model::ModelOptions options;
+std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const std::string& precision,
+                                                   const model::ModelOptions& base) {
+  model::ModelOptions options = base;
+  auto device = model::ParseDevice(options.device);
+  if (!device.ok()) {
+    std::cerr << "--device: " << device.status().message() << "\n";
+    std::exit(2);
+  }
   if (precision == "auto") {
     options.precision =
-        model::ChooseCompute(std::nullopt, model::HostCpuFeatures(), false, model::Precision::kBFloat16).compute;
+        model::ChooseCompute(std::nullopt, model::HostCpuFeatures(), device->is_cuda(), model::Precision::kBFloat16)
+            .compute;
   } else {
     auto parsed = model::ParsePrecision(precision);
     if (!parsed.ok()) {

@@ -15,7 +15,10 @@ namespace unmask::bench {
 std::string SetUpComputeOrExit(int threads = 0, const std::string& gemm = "auto", bool tune_allocator = true);
 
 // The checkpoint at `dir` in `precision` (fp32, bf16, or auto: the compute type the services pick
-// for this CPU); exits with 1 printing the error when it does not load, 2 on a bad precision.
-std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const std::string& precision);
+// for this CPU, or for a GPU where `base.device` is one), with `base`'s other options (device, CUDA
+// graphs, fused kernels); exits with 1 printing the error when it does not load, 2 on a bad
+// precision or device.
+std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const std::string& precision,
+                                                   const model::ModelOptions& base = {});
 
 }  // namespace unmask::bench

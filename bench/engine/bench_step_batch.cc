@@ -11,6 +11,7 @@
 //
 //   bench_step_batch --model models/unmask-kjv [--jobs 1,4,8] [--requests 24] [--sampler dual_cache+threshold]
 //                    [--max-tokens 32,64,96] [--precision auto] [--threads 0] [--rounds 3] [--doc docs/benchmarks.md]
+//                    [--device cuda [--cuda-graphs] [--fused-kernels]]   (tools/gpu/measure.sh)
 //   bench_step_batch --profile-ops [--jobs 1,8]   (where a batched step's time goes, by ATen operator)
 //
 // Prompts are random token ids (seeded; lengths 8 to 40), so the text means nothing; the
@@ -42,9 +43,9 @@ using Clock = std::chrono::steady_clock;
 
 struct Args {
   std::string model = "models/unmask-kjv", jobs = "1,4,8", sampler = "dual_cache+threshold", max_tokens = "32,64,96";
-  std::string precision = "auto", doc;
+  std::string precision = "auto", doc, device = "cpu";
   int rounds = 3, requests = 24, threads = 0;
-  bool profile_ops = false;
+  bool profile_ops = false, cuda_graphs = false, fused_kernels = false;
 };
 
 std::vector<std::int64_t> Ints(const std::string& list) {
@@ -149,13 +150,23 @@ int main(int argc, char** argv) {
   app.add_option("--precision", a.precision, "auto, fp32, bf16")->capture_default_str();
   app.add_option("--rounds", a.rounds)->capture_default_str();
   app.add_option("--doc", a.doc, "markdown file whose section 'step-batch' is replaced");
+  app.add_option("--device", a.device,
+                 "cpu or cuda[:N]; on cuda each forward is waited for, so the forward column is the device's time")
+      ->capture_default_str();
+  app.add_flag("--cuda-graphs", a.cuda_graphs, "cuda: replay a generation stepping alone as CUDA graphs");
+  app.add_flag("--fused-kernels", a.fused_kernels, "cuda: the fused elementwise kernels (model/fused_ops.h)");
   app.add_flag("--profile-ops", a.profile_ops,
                "instead of the table: each --jobs count once, batched, with the time of each ATen operator");
   CLI11_PARSE(app, argc, argv);
   const std::string compute = bench::SetUpComputeOrExit(a.threads);
   c10::InferenceMode inference;
 
-  const std::unique_ptr<model::LladaModel> loaded = bench::LoadModelOrExit(a.model, a.precision);
+  model::ModelOptions base;
+  base.device = a.device;
+  base.cuda_graphs = a.cuda_graphs;
+  base.fused_kernels = a.fused_kernels;
+  base.time_forwards = a.device != "cpu";
+  const std::unique_ptr<model::LladaModel> loaded = bench::LoadModelOrExit(a.model, a.precision, base);
   const model::ModelOptions& options = loaded->options();
   const model::LladaModel& m = *loaded;
 
@@ -204,7 +215,8 @@ int main(int argc, char** argv) {
     std::cout << row << std::flush;
   }
   md << "\n" << a.requests << " generations, " << a.sampler << ", max_tokens " << a.max_tokens << ", " << model::PrecisionName(options.precision)
-     << " compute, " << compute << ", medians of " << a.rounds << " rounds. Machine: " << bench::MachineDescription()
+     << " compute on " << a.device << (a.cuda_graphs ? " with CUDA graphs" : "")
+     << (a.fused_kernels ? " and the fused kernels" : "") << ", " << compute << ", medians of " << a.rounds << " rounds. Machine: " << bench::MachineDescription()
      << "; CPU flags: " << model::DescribeCpuFlags(model::HostCpuFeatures()) << ". Command: `"
      << bench::CommandLine(argc, argv) << "`.\n";
   std::cout << md.str();

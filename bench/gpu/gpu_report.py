@@ -60,13 +60,18 @@ def parse_args_text(text):
 
 
 def collect(dirs):
-    official, runs, machine = None, {}, ""
+    official, runs, machine, step_batch = None, {}, "", None
     for d in dirs:
         log = open(os.path.join(d, "log.txt")).read()
         machine = machine or log.splitlines()[0]
         off_path = os.path.join(d, "official.json")
         if os.path.exists(off_path):
             official = json.load(open(off_path))
+        batch_path = os.path.join(d, "step_batch.md")
+        if os.path.exists(batch_path):
+            text = open(batch_path).read()
+            if "| jobs at once" in text:
+                step_batch = text[text.rindex("| jobs at once"):].strip()
         for line in open(os.path.join(d, "results.jsonl")):
             r = json.loads(line)
             runs[r["name"]] = r
@@ -76,7 +81,7 @@ def collect(dirs):
     saved = {"machine": machine, "official": {k: official[k] for k in ("gpu", "torch", "cuda", "transformers", "official",
                                                                       "load_seconds", "attention")},
              "official_runs": [{k: v for k, v in r.items() if k not in ("ids", "attention_ops")} for r in official["runs"]],
-             "runs": {}}
+             "runs": {}, "step_batch": step_batch}
     for name, r in runs.items():
         e = r["engine"]
         if e is None:
@@ -183,7 +188,7 @@ def render(s):
         first = " (one run)" if len(r["runs_seconds"]) == 1 else ""
         out.append(f"| {label} | {'yes' if r['graphs'] else 'no'} | {r['batch']} | {r['steps_run']} | {sec:.2f}{first} |"
                    f" {tps:.1f} | {1000 * sec / r['steps_run']:.1f} | {r['forward_seconds'] / sec:.0%} |"
-                   f" {tps / ref_tps:.2f}x | {share:.0%} | {'-' if r['peak_mib'] is None else round(r['peak_mib'])} |")
+                   f" {'-' if ref_tps is None else f'{tps / ref_tps:.2f}x'} | {share:.0%} | {'-' if r['peak_mib'] is None else round(r['peak_mib'])} |")
     if any(joined(r) for r in runs.values()):
         out += ["", JOINED_NOTE]
     timed = [(n, runs[n]) for n in ("ref_graphs_timed", "dual_graphs_timed") if "runs_seconds" in runs.get(n, {})]
@@ -194,6 +199,11 @@ def render(s):
             sec, n = best(r), r["steps_run"]
             out.append(f"| {r['sampler']} + graphs | {n} | {1000 * sec / n:.1f} | {1000 * r['forward_seconds'] / n:.1f} |"
                        f" {1000 * (sec - r['forward_seconds']) / n:.1f} |")
+    if s.get("step_batch"):
+        out += ["", "Many generations at once as the executor batches them (`bench_step_batch --device cuda"
+                " --cuda-graphs`: each step one packed forward over the running generations, each its own sampler"
+                " work; against the same generations one after another, each with its CUDA graphs):", "",
+                s["step_batch"]]
     out += ["", "Peak GPU memory (nvidia-smi's memory.used, polled every 50 ms, above the idle figure: the CUDA"
             " context and the caching allocator's reserve included):", "",
             "| weights | run | gen_length | peak MiB | peak GiB |", "|---|---|---|---|---|"]

@@ -110,6 +110,14 @@ std::vector<StatusOr<StepEvent>> StepTogether(const model::LladaModel& model, co
   }
   if (segments.empty()) return events;
   std::vector<StatusOr<at::Tensor>> hidden = Forwards(model, packed, segments);
+  if (model.options().time_forwards) {  // waits for the device (one stream: the last output will do)
+    for (auto it = hidden.rbegin(); it != hidden.rend(); ++it) {
+      if (it->ok()) {
+        (void)(*it)->flatten()[0].item<float>();
+        break;
+      }
+    }
+  }
   const auto forwarded = Clock::now();
   // Each sampler's step is its own (its tensors, its generator): they run side by side.
   model::ForEachItem(static_cast<std::int64_t>(packed.size()), model.device().is_cpu(), [&](std::int64_t i) {

@@ -109,7 +109,9 @@ TEST_P(Llada21GoldenTest, MatchesTheOfficialGenerateStepByStep) {
   EXPECT_STREQ(result->sampler, "llada21");
   EXPECT_EQ(CutAtEos(result->output[0], p.eos_id), c["output"].get<std::vector<std::int64_t>>());
   const std::size_t calls = CallsUpToTheEosBlock(c);
-  if (c["eos_early_stop"].get<bool>()) EXPECT_EQ(calls, c["nfe"].get<std::size_t>()) << "the official loop stops there too";
+  if (c["eos_early_stop"].get<bool>()) {
+    EXPECT_EQ(calls, c["nfe"].get<std::size_t>()) << "the official loop stops there too";
+  }
   ASSERT_EQ(events.size(), calls);
   for (std::size_t i = 0; i < calls; ++i) {
     const auto [positions, tokens] = Placed(c["calls"][i], p.gen_length);

@@ -5,7 +5,8 @@
 #   - unmask's reference mode, eager and with CUDA graphs (--cuda-graphs), and with the fused
 #     elementwise kernels (--fused-kernels) against ATen's operators,
 #   - dual_cache and dual_cache+threshold, eager and with graphs,
-#   - gen_length 1024, batches of 8 and 32 prompts (the executor's batching: one packed forward),
+#   - gen_length 1024, batches of 8 and 32 prompts (one generation of several rows), and 32
+#     generations 8 and 32 at once as the executor batches them (bench_step_batch),
 #   - int8 and int4 weights (--weights), peak GPU memory of every run (nvidia-smi, polled).
 # Every unmask run is one line of $OUT/results.jsonl; bench/gpu/gpu_report.py turns them and
 # $OUT/official.json into the tables of docs/benchmarks.md. Stages run in order of importance and
@@ -36,9 +37,10 @@ if [ "$DRY" = 1 ]; then
   DEVICE=cpu PRECISION=fp32 DTYPE=fp32 STANDINS=--standins PY=/usr/bin/python3  # Debian's, with torch 1.13
   MODEL_DIR=${MODEL_DIR:-/tmp/unmask-gpu-dry-model}
   SHAPE=(--d-model 128 --n-layers 2 --n-heads 4 --mlp-hidden-size 256 --vocab-size 126464)
-  SHORT=64 LONG=128 LONG_STEPS=32
+  SHORT=64 LONG=128 LONG_STEPS=32 BATCH_TOKENS=16
   log "dry run on the CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-  flock .build.lock ninja -C "$BUILD" unmask-engine make-model > "$OUT/build.log" 2>&1 || { log "build failed"; exit 1; }
+  flock .build.lock ninja -C "$BUILD" unmask-engine make-model bench_step_batch > "$OUT/build.log" 2>&1 ||
+    { log "build failed"; exit 1; }
   # The binaries run on the slim pack's libraries, as there (its ICU data is a stub).
   rm -rf /tmp/unmask-gpudeps-dry && mkdir -p /tmp/unmask-gpudeps-dry &&
     tar xJf .device/gpudeps-slim.tar.xz -C /tmp/unmask-gpudeps-dry || { log "no .device/gpudeps-slim.tar.xz"; exit 1; }
@@ -50,19 +52,20 @@ else
   MODEL_DIR=${MODEL_DIR:-/tmp/unmask-m8b}
   # LLaDA-8B: d_model 4096, 32 layers, 32 heads, MLP 12288, vocabulary 126464 (8.02 B parameters).
   SHAPE=(--d-model 4096 --n-layers 32 --n-heads 32 --mlp-hidden-size 12288 --vocab-size 126464 --shards 4)
-  SHORT=256 LONG=1024 LONG_STEPS=256
+  SHORT=256 LONG=1024 LONG_STEPS=256 BATCH_TOKENS=32
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee -a "$OUT/log.txt"
   configure() {
     cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUNMASK_ENGINE_ONLY=ON -DUNMASK_BUILD_TESTS=OFF \
-      -DUNMASK_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$DEPS/usr" \
+      -DUNMASK_BUILD_BENCH=ON -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$DEPS/usr" \
       -DCMAKE_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu" -DCMAKE_CXX_FLAGS="-isystem $DEPS/usr/include" \
       -DCMAKE_CUDA_ARCHITECTURES=90 ${PKG_CONFIG_EXECUTABLE:+-DPKG_CONFIG_EXECUTABLE=$PKG_CONFIG_EXECUTABLE} "$@"
   }
-  configure > "$OUT/build.log" 2>&1 && ninja -C "$BUILD" -k 0 unmask-engine make-model >> "$OUT/build.log" 2>&1
+  configure > "$OUT/build.log" 2>&1 && ninja -C "$BUILD" -k 0 unmask-engine make-model bench_step_batch >> "$OUT/build.log" 2>&1
   if [ ! -x "$BUILD/tools/unmask_engine/unmask-engine" ]; then
-    log "build with CUDA graphs and kernels failed (tail of build.log below); building without them"
+    log "build with CUDA graphs, kernels and the benchmark failed (tail of build.log below); building without them"
     grep -E "error|FAILED" "$OUT/build.log" | head -20 | tee -a "$OUT/log.txt"
-    configure -DUNMASK_CUDA_GRAPHS=OFF -DUNMASK_CUDA_KERNELS=OFF >> "$OUT/build.log" 2>&1 && ninja -C "$BUILD" unmask-engine make-model >> "$OUT/build.log" 2>&1 ||
+    configure -DUNMASK_CUDA_GRAPHS=OFF -DUNMASK_CUDA_KERNELS=OFF -DUNMASK_BUILD_BENCH=OFF >> "$OUT/build.log" 2>&1 &&
+      ninja -C "$BUILD" unmask-engine make-model >> "$OUT/build.log" 2>&1 ||
       { log "build failed"; tail -30 "$OUT/build.log"; exit 1; }
   fi
   log "built"
@@ -135,15 +138,28 @@ print(f"{name}: rc {rc}, runs {e.get('runs_seconds')}, forward {e.get('forward_s
 EOF
 }
 
+# Concurrent generations as the executor batches them (sampler::StepTogether: one packed forward a
+# step, each job its own sampler work), against the same generations one after another:
+# bench_step_batch's table in $OUT/step_batch.md.
+step_batch() {
+  wanted step_batch || return
+  [ "$(left)" -gt 60 ] || { log "skip step_batch (time)"; return; }
+  local bin=$BUILD/bench/engine/bench_step_batch
+  [ -x "$bin" ] || { log "skip step_batch (not built)"; return; }
+  poll_start
+  "$bin" --model "$MODEL_DIR" --device "$DEVICE" --precision "$PRECISION" --jobs 8,32 --requests 32 --rounds 1 \
+    --max-tokens "$BATCH_TOKENS" --cuda-graphs > "$OUT/step_batch.md" 2> "$OUT/step_batch.err" || log "step_batch failed"
+  log "step_batch done, peak $(poll_peak) MiB"
+}
+
 G=(--prompt-ids "$PROMPT" --gen-length "$SHORT" --block-length 32 --steps "$SHORT")
 official
 run ref_eager --sampler reference "${G[@]}" --repeat 2
 run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
 # The same with the fused elementwise kernels (--fused-kernels): the ids must stay the official's.
 run ref_graphs_fk --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --fused-kernels
-run dual_graphs_fk --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --fused-kernels
-run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs
+run dual_graphs_fk --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --fused-kernels
 run dualthr_graphs --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
 # Where a step's time goes: the forward (waited for on the device) against the sampler's rest.
 run dual_graphs_timed --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --time-forwards
@@ -151,16 +167,19 @@ run ref_graphs_timed --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --ti
 L=(--prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 --steps "$LONG_STEPS")
 run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs
 run ref_long_graphs_fk --sampler reference "${L[@]}" --repeat 2 --cuda-graphs --fused-kernels
+step_batch
 BATCH8=() BATCH32=()
 for i in $(seq 8); do BATCH8+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
 for i in $(seq 32); do BATCH32+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
 B=(--gen-length "$SHORT" --block-length 32 --steps "$SHORT" --cuda-graphs)
 run dualthr_batch8 --sampler dual_cache+threshold "${BATCH8[@]}" "${B[@]}" --repeat 2
 run dualthr_batch32 --sampler dual_cache+threshold "${BATCH32[@]}" "${B[@]}" --repeat 1
+run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
+# Measured in earlier leases; last, so that a short lease skips them first.
+run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dualthr_eager --sampler dual_cache+threshold "${G[@]}" --repeat 2
 run ref_long_eager --sampler reference "${L[@]}" --repeat 2
 run dual_long_graphs --sampler dual_cache "${L[@]}" --repeat 2 --cuda-graphs
-run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
 run int8_dualthr --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
 # Memory at the long length: one step per block is enough to reach the peak.
 run int4_long_mem --weights int4:g64 --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" \
