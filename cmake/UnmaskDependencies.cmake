@@ -18,22 +18,18 @@ if(TORCH_CUDA_LIBRARIES OR CUDA_FOUND)
   endif()
 endif()
 message(STATUS "unmask: CUDA parts ${UNMASK_WITH_CUDA}")
-# CUDA graphs for repeating forwards (common/model/cuda_graph_forward.h) need ATen's CUDA headers,
-# which only a LibTorch built with CUDA ships; elsewhere the stub answers "not available".
+# CUDA graphs for repeating forwards (common/model/cuda_graph_forward.h) and the fused elementwise
+# kernels (common/model/fused_ops.h, nvcc) need ATen's CUDA headers, which only a LibTorch built
+# with CUDA ships; elsewhere their stubs answer "not available".
 find_package(CUDAToolkit QUIET)
 if(UNMASK_WITH_CUDA AND CUDAToolkit_FOUND)
   option(UNMASK_CUDA_GRAPHS "Capture and replay repeating forwards as CUDA graphs" ON)
-else()
-  set(UNMASK_CUDA_GRAPHS OFF)
-endif()
-message(STATUS "unmask: CUDA graphs ${UNMASK_CUDA_GRAPHS}")
-# Fused elementwise kernels (common/model/fused_ops.h) need nvcc and ATen's CUDA headers too.
-if(UNMASK_WITH_CUDA AND CUDAToolkit_FOUND)
   option(UNMASK_CUDA_KERNELS "Build the fused elementwise CUDA kernels (ModelOptions::fused_kernels)" ON)
 else()
+  set(UNMASK_CUDA_GRAPHS OFF)
   set(UNMASK_CUDA_KERNELS OFF)
 endif()
-message(STATUS "unmask: CUDA kernels ${UNMASK_CUDA_KERNELS}")
+message(STATUS "unmask: CUDA graphs ${UNMASK_CUDA_GRAPHS}, CUDA kernels ${UNMASK_CUDA_KERNELS}")
 
 # CUDA IPC weight sharing (common/segment/cuda_ipc) needs only the CUDA runtime library, not nvcc
 # nor a CUDA LibTorch: it is on by default wherever the toolkit is found, and the build works
