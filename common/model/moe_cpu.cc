@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/model/bf16_rows.h"
 #include "common/model/small_gemm.h"
 #include "common/model/threading.h"
 
@@ -130,8 +131,7 @@ class FusedExpert {
     } else {
       down.resize(static_cast<std::size_t>(m * d));
       Product(act, m, hidden, e.down_proj.weight(), down.data());
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t c = 0; c < d; ++c) y[i * ldy + c] = RoundBf16(down[static_cast<std::size_t>(i * d + c)]);
+      for (std::int64_t i = 0; i < m; ++i) RoundToBf16(ActiveGemmPath(), down.data() + i * d, d, y + i * ldy);
     }
     LetGoIfLarge(gate);
     LetGoIfLarge(up);
@@ -141,12 +141,11 @@ class FusedExpert {
   }
 
  private:
-  static std::uint16_t RoundBf16(float f);
   // The float32 sums in T: the same buffer for float32, else rounded into `rounded`.
   static float* Stored(std::vector<float>& sums, std::vector<float>& /*rounded*/) { return sums.data(); }
   static std::uint16_t* Stored(const std::vector<float>& sums, std::vector<std::uint16_t>& rounded) {
     rounded.resize(sums.size());
-    for (std::size_t i = 0; i < sums.size(); ++i) rounded[i] = RoundBf16(sums[i]);
+    RoundToBf16(ActiveGemmPath(), sums.data(), static_cast<std::int64_t>(sums.size()), rounded.data());
     return rounded.data();
   }
   static void Product(const float* x, std::int64_t m, std::int64_t k, const at::Tensor& w, float* y,
@@ -211,11 +210,20 @@ void RunExperts(const MoeWeights& w, const at::Tensor& h, const SlotGroups& g, s
 }
 
 // Storage of an activation dtype, with ATen's conversions: bf16 widens by a shift and rounds to
-// nearest even (NaN to 0x7FC0), as c10::BFloat16 does, written branch-free so loops vectorise.
+// nearest even (NaN to 0x7FC0), as c10::BFloat16 does; a row at a time through bf16_rows.h's
+// vector loops.
 struct F32 {
   using T = float;
   static float Load(float v) { return v; }
   static float Store(float f) { return f; }
+  // y = y + o * w; acc = acc + o * w; y = acc (each element's operations as Load/Store spell them).
+  static void AddScaled(float* y, const float* o, float w, std::int64_t n) {
+    for (std::int64_t c = 0; c < n; ++c) y[c] = y[c] + o[c] * w;
+  }
+  static void Accumulate(float* acc, const float* o, float w, std::int64_t n) {
+    for (std::int64_t c = 0; c < n; ++c) acc[c] += o[c] * w;
+  }
+  static void StoreRow(const float* acc, std::int64_t n, float* y) { std::copy(acc, acc + n, y); }
 };
 struct Bf16 {
   using T = std::uint16_t;
@@ -231,9 +239,15 @@ struct Bf16 {
     const auto rounded = static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
     return f != f ? std::uint16_t{0x7FC0} : rounded;
   }
+  // F32's three, with the bits of Load and Store, 16 or 8 lanes at a time (bf16_rows.h).
+  static void AddScaled(std::uint16_t* y, const std::uint16_t* o, float w, std::int64_t n) {
+    AddScaledBf16(ActiveGemmPath(), y, o, w, n);
+  }
+  static void Accumulate(float* acc, const std::uint16_t* o, float w, std::int64_t n) {
+    AccumulateScaled(ActiveGemmPath(), acc, o, w, n);
+  }
+  static void StoreRow(const float* acc, std::int64_t n, std::uint16_t* y) { RoundToBf16(ActiveGemmPath(), acc, n, y); }
 };
-
-std::uint16_t FusedExpert::RoundBf16(float f) { return Bf16::Store(f); }
 
 // Rows [begin, end) of y, kExpertOrder: y = 0, then per chosen expert in ascending id (= ascending
 // output position) y = y + (output * weight), each operation rounded to the dtype, as the official
@@ -249,8 +263,7 @@ void MixExpertOrder(const typename S::T* out, const SlotGroups& g, const float* 
     std::fill(yr, yr + d, S::Store(0.0f));
     for (const std::int64_t p : positions) {
       const float wj = S::Load(S::Store(weights[g.sorted[p]]));
-      const typename S::T* o = out + p * d;
-      for (std::int64_t c = 0; c < d; ++c) yr[c] = S::Store(S::Load(yr[c]) + S::Load(S::Store(S::Load(o[c]) * wj)));
+      S::AddScaled(yr, out + p * d, wj, d);
     }
   }
 }
@@ -265,10 +278,9 @@ void MixSlotOrder(const typename S::T* out, const SlotGroups& g, const float* we
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (std::int64_t j = 0; j < top_k; ++j) {
       const float wj = weights[i * top_k + j];
-      const typename S::T* o = out + g.position[i * top_k + j] * d;
-      for (std::int64_t c = 0; c < d; ++c) acc[c] += S::Load(o[c]) * wj;
+      S::Accumulate(acc.data(), out + g.position[i * top_k + j] * d, wj, d);
     }
-    for (std::int64_t c = 0; c < d; ++c) y[i * d + c] = S::Store(acc[c]);
+    S::StoreRow(acc.data(), d, y + i * d);
   }
 }
 
