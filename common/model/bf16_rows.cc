@@ -2,9 +2,7 @@
 // only (this file runs on any x86-64; the wide forms are called only where the CPU has them).
 #include "common/model/bf16_rows.h"
 
-#include <immintrin.h>
-
-#include <cstring>
+#include "common/model/bf16_bits.h"
 
 namespace unmask::model {
 namespace {
@@ -13,65 +11,35 @@ namespace {
 // (Not inlined into the wide forms' tails: there, with FMA in the target, the compiler could fuse
 // a product and a sum that must stay two roundings.)
 
-float Widen(std::uint16_t b) {
-  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-std::uint16_t Round(float f) {
-  if (f != f) return 0x7FC0;
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 __attribute__((noinline)) void RoundPlain(const float* in, std::int64_t n, std::uint16_t* out) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = Round(in[i]);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = RoundBf16(in[i]);
 }
 
 __attribute__((noinline)) void AddScaledPlain(std::uint16_t* y, const std::uint16_t* o, float w, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
-    const float product = Widen(Round(Widen(o[i]) * w));
-    y[i] = Round(Widen(y[i]) + product);
+    const float product = WidenBf16(RoundBf16(WidenBf16(o[i]) * w));
+    y[i] = RoundBf16(WidenBf16(y[i]) + product);
   }
 }
 
 __attribute__((noinline)) void AccumulatePlain(float* acc, const std::uint16_t* o, float w, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
-    const float product = Widen(o[i]) * w;
+    const float product = WidenBf16(o[i]) * w;
     acc[i] = acc[i] + product;
   }
 }
 
 // ---- AVX-512F, 16 lanes ------------------------------------------------------------------------
 #define UNMASK_AVX512 __attribute__((target("avx512f")))
-// (The all-lanes masked forms: GCC 12's unmasked ones pass an "undefined" source that
-// -Wmaybe-uninitialized reports.)
-constexpr __mmask16 kAll = 0xFFFF;
-
-UNMASK_AVX512 inline __m512 Widen16(const std::uint16_t* p) {
-  const __m512i wide = _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, wide, 16));
-}
-
-// The rounded bits in the low 16 of each 32-bit lane.
-UNMASK_AVX512 inline __m512i RoundBits16(__m512 f) {
-  const __m512i u = _mm512_castps_si512(f);
-  const __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(kAll, u, 16), _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_maskz_srli_epi32(kAll, _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-  return _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
-}
+constexpr __mmask16 kAll = bf16_simd::kAll16;
 
 UNMASK_AVX512 inline void Store16(std::uint16_t* p, __m512 f) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_maskz_cvtepi32_epi16(kAll, RoundBits16(f)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_simd::Round16(f));
 }
 
 // f rounded to bf16 and widened again: the rounded bits moved back to the top half.
 UNMASK_AVX512 inline __m512 RoundTrip16(__m512 f) {
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, RoundBits16(f), 16));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, bf16_simd::RoundBits16(f), 16));
 }
 
 UNMASK_AVX512 void Round512(const float* in, std::int64_t n, std::uint16_t* out) {
@@ -84,8 +52,8 @@ UNMASK_AVX512 void AddScaled512(std::uint16_t* y, const std::uint16_t* o, float 
   const __m512 wv = _mm512_set1_ps(w);
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 product = RoundTrip16(_mm512_mul_ps(Widen16(o + i), wv));
-    Store16(y + i, _mm512_add_ps(Widen16(y + i), product));
+    const __m512 product = RoundTrip16(_mm512_mul_ps(bf16_simd::Widen16(o + i), wv));
+    Store16(y + i, _mm512_add_ps(bf16_simd::Widen16(y + i), product));
   }
   AddScaledPlain(y + i, o + i, w, n - i);
 }
@@ -97,7 +65,7 @@ UNMASK_AVX512 void Accumulate512(float* acc, const std::uint16_t* o, float w, st
   // arithmetic and, AVX-512F implying FMA, fuses them into one rounding.
   constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   for (; i + 16 <= n; i += 16) {
-    const __m512 product = _mm512_maskz_mul_round_ps(kAll, Widen16(o + i), wv, kNearest);
+    const __m512 product = _mm512_maskz_mul_round_ps(kAll, bf16_simd::Widen16(o + i), wv, kNearest);
     _mm512_storeu_ps(acc + i, _mm512_maskz_add_round_ps(kAll, _mm512_loadu_ps(acc + i), product, kNearest));
   }
   AccumulatePlain(acc + i, o + i, w, n - i);
@@ -107,26 +75,13 @@ UNMASK_AVX512 void Accumulate512(float* acc, const std::uint16_t* o, float w, st
 // (No FMA in the target, so a product and a sum stay two roundings.)
 #define UNMASK_AVX2 __attribute__((target("avx2")))
 
-UNMASK_AVX2 inline __m256 Widen8(const std::uint16_t* p) {
-  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
-
-UNMASK_AVX2 inline __m256i RoundBits8(__m256 f) {
-  const __m256i u = _mm256_castps_si256(f);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
-  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
-  return _mm256_blendv_epi8(rounded, _mm256_set1_epi32(0x7FC0), nan);
-}
-
 UNMASK_AVX2 inline void Store8(std::uint16_t* p, __m256 f) {
-  const __m256i bits = RoundBits8(f);  // each at most 0xFFFF, so the unsigned saturating pack is exact
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                   _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), bf16_simd::Round8(f));
 }
 
-UNMASK_AVX2 inline __m256 RoundTrip8(__m256 f) { return _mm256_castsi256_ps(_mm256_slli_epi32(RoundBits8(f), 16)); }
+UNMASK_AVX2 inline __m256 RoundTrip8(__m256 f) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(bf16_simd::RoundBits8(f), 16));
+}
 
 UNMASK_AVX2 void Round256(const float* in, std::int64_t n, std::uint16_t* out) {
   std::int64_t i = 0;
@@ -138,8 +93,8 @@ UNMASK_AVX2 void AddScaled256(std::uint16_t* y, const std::uint16_t* o, float w,
   const __m256 wv = _mm256_set1_ps(w);
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 product = RoundTrip8(_mm256_mul_ps(Widen8(o + i), wv));
-    Store8(y + i, _mm256_add_ps(Widen8(y + i), product));
+    const __m256 product = RoundTrip8(_mm256_mul_ps(bf16_simd::Widen8(o + i), wv));
+    Store8(y + i, _mm256_add_ps(bf16_simd::Widen8(y + i), product));
   }
   AddScaledPlain(y + i, o + i, w, n - i);
 }
@@ -148,7 +103,7 @@ UNMASK_AVX2 void Accumulate256(float* acc, const std::uint16_t* o, float w, std:
   const __m256 wv = _mm256_set1_ps(w);
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_mul_ps(Widen8(o + i), wv)));
+    _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_mul_ps(bf16_simd::Widen8(o + i), wv)));
   AccumulatePlain(acc + i, o + i, w, n - i);
 }
 

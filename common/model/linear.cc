@@ -71,15 +71,42 @@ at::Tensor BlasProduct(const at::Tensor& x, const at::Tensor& w) {
   return y.view(sizes);
 }
 
+// bf16 x times a bf16 W where the CPU multiplies bf16 pairs natively (AVX512_BF16): the few-row
+// kernel, each sum rounded to bf16 as it is stored, in chunks of kSmallGemmMaxRows rows. oneDNN's
+// fixed cost per call was most of a 32-row product at these widths; and here a row's bits never
+// depend on how many rows share the call (a job alone and in a packed batch agree).
+bool TakesBf16Pairs(const at::Tensor& x, const at::Tensor& w, GemmPath path) {
+  return x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16 && SmallGemmBf16Native(path) &&
+         x.device().is_cpu() && w.device().is_cpu() && w.dim() == 2 && w.is_contiguous() && x.dim() >= 1 &&
+         x.size(-1) == w.size(1) && w.size(1) > 0 &&
+         !(at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad()));
+}
+
+at::Tensor Bf16PairsProduct(const at::Tensor& x, const at::Tensor& w, GemmPath path) {
+  const std::int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
+  const at::Tensor xc = x.contiguous();
+  std::vector<std::int64_t> sizes = x.sizes().vec();
+  sizes.back() = N;
+  at::Tensor y = at::empty(sizes, x.options());
+  const auto* xp = reinterpret_cast<const std::uint16_t*>(xc.data_ptr<at::BFloat16>());
+  const auto* wp = reinterpret_cast<const std::uint16_t*>(w.data_ptr<at::BFloat16>());
+  auto* yp = reinterpret_cast<std::uint16_t*>(y.data_ptr<at::BFloat16>());
+  for (std::int64_t m = 0; m < M; m += kSmallGemmMaxRows)
+    SmallGemmBf16Rounded(path, xp + m * K, std::min(kSmallGemmMaxRows, M - m), K, wp, N, yp + m * N, N);
+  return y;
+}
+
 // x W^T. Float32 x with no autograd goes to the active few-row kernel, which reads a float32 or
 // bf16 W in place (bf16 widened to float32 as it is loaded): a float32 W up to kSmallGemmMaxRows
 // rows of x (past that the BLAS's packing pays off), a bf16 W at any row count, in chunks of that
 // many rows (widening W for the BLAS would copy it whole at every call). Elsewhere a bf16 W with
-// float32 x is widened first and goes to the BLAS in float32.
+// float32 x is widened first and goes to the BLAS in float32. bf16 x with a bf16 W: see
+// TakesBf16Pairs, else the BLAS (oneDNN) in bf16.
 at::Tensor Product(const at::Tensor& x, const at::Tensor& w) {
+  const GemmPath path = ActiveGemmPath();
+  if (TakesBf16Pairs(x, w, path)) return Bf16PairsProduct(x, w, path);
   const bool f32_x = x.scalar_type() == at::kFloat;
   const bool bf16_w = w.scalar_type() == at::kBFloat16;
-  const GemmPath path = ActiveGemmPath();
   const bool eligible = path != GemmPath::kBlas && f32_x && (w.scalar_type() == at::kFloat || bf16_w) &&
                         x.device().is_cpu() && w.device().is_cpu() && w.dim() == 2 && w.is_contiguous() &&
                         x.dim() >= 1 && x.size(-1) == w.size(1) && w.size(1) > 0 &&

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/model/bf16_bits.h"
 #include "common/model/bf16_rows.h"
 #include "common/model/small_gemm.h"
 #include "common/model/threading.h"
@@ -227,18 +228,8 @@ struct F32 {
 };
 struct Bf16 {
   using T = std::uint16_t;
-  static float Load(std::uint16_t b) {
-    const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-  }
-  static std::uint16_t Store(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    const auto rounded = static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-    return f != f ? std::uint16_t{0x7FC0} : rounded;
-  }
+  static float Load(std::uint16_t b) { return WidenBf16(b); }
+  static std::uint16_t Store(float f) { return RoundBf16(f); }
   // F32's three, with the bits of Load and Store, 16 or 8 lanes at a time (bf16_rows.h).
   static void AddScaled(std::uint16_t* y, const std::uint16_t* o, float w, std::int64_t n) {
     AddScaledBf16(ActiveGemmPath(), y, o, w, n);

@@ -45,15 +45,16 @@ bool RunsBf16Pairs(GemmPath path) {
 }
 
 // x float32 (W float32 or bf16), or x and W both bf16 (only where RunsBf16Pairs(path)).
-template <typename X, typename W>
-void Run(GemmPath path, const X* x, std::int64_t M, std::int64_t K, const W* w, std::int64_t N, float* y,
+// y float32, or bf16 bits (x and W bf16 only).
+template <typename X, typename W, typename Y>
+void Run(GemmPath path, const X* x, std::int64_t M, std::int64_t K, const W* w, std::int64_t N, Y* y,
          std::int64_t ldy) {
   if (path == GemmPath::kBlas || !GemmPathRuns(path, HostCpuFeatures()))
     throw std::invalid_argument(std::string("small gemm: this CPU cannot run the ") + GemmPathName(path) +
                                 " kernel");
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
-    for (std::int64_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + N, 0.0f);
+    for (std::int64_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + N, Y{0});  // bf16 0 is 0x0000
     return;
   }
   const bool avx512 = path == GemmPath::kAvx512;
@@ -66,6 +67,8 @@ void Run(GemmPath path, const X* x, std::int64_t M, std::int64_t K, const W* w, 
     const std::int64_t n0 = begin * rows_w, n1 = std::min(N, end * rows_w);
     if constexpr (std::is_same_v<X, std::uint16_t>) {
       internal::Avx512Bf16WRows(x, M, K, w, n0, n1, y, ldy);
+    } else if constexpr (!std::is_same_v<Y, float>) {
+      static_assert(std::is_same_v<Y, float>, "bf16 output needs bf16 x");
     } else if (avx512) {
       internal::Avx512WRows(x, M, K, w, n0, n1, y, ldy);
     } else {
@@ -116,6 +119,14 @@ void SmallGemmBf16(GemmPath path, const std::uint16_t* x, std::int64_t M, std::i
     std::memcpy(&wide[static_cast<std::size_t>(i)], &bits, sizeof bits);
   }
   Run(path, wide.data(), M, K, w, N, y, ldy);
+}
+
+void SmallGemmBf16Rounded(GemmPath path, const std::uint16_t* x, std::int64_t M, std::int64_t K,
+                          const std::uint16_t* w, std::int64_t N, std::uint16_t* y, std::int64_t ldy) {
+  if (!RunsBf16Pairs(path))
+    throw std::invalid_argument(std::string("small gemm: bf16 sums rounded as stored need AVX512_BF16 on the ") +
+                                GemmPathName(path) + " path");
+  Run(path, x, M, K, w, N, y, ldy);
 }
 
 }  // namespace unmask::model

@@ -55,5 +55,10 @@ void SmallGemmBf16W(GemmPath path, const float* x, std::int64_t M, std::int64_t 
 bool SmallGemmBf16Native(GemmPath path);
 void SmallGemmBf16(GemmPath path, const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
                    std::int64_t N, float* y, std::int64_t ldy);
+// SmallGemmBf16's sums, each rounded to bf16 bits as it is stored (nearest even, as c10::BFloat16
+// rounds): what a bf16 linear layer outputs, with no float32 buffer between. Only where
+// SmallGemmBf16Native(path) (std::invalid_argument elsewhere).
+void SmallGemmBf16Rounded(GemmPath path, const std::uint16_t* x, std::int64_t M, std::int64_t K,
+                          const std::uint16_t* w, std::int64_t N, std::uint16_t* y, std::int64_t ldy);
 
 }  // namespace unmask::model

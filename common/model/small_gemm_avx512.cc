@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/model/bf16_bits.h"
 #include "common/model/small_gemm_tiles.h"
 
 namespace unmask::model::small_gemm_internal {
@@ -22,10 +23,7 @@ UNMASK_AVX512 inline __m512 LoadW(const float* p) { return _mm512_loadu_ps(p); }
 // (The all-lanes masked forms here and in LaneSum: GCC 12's unmasked ones pass an "undefined"
 // source that -Wmaybe-uninitialized reports.)
 constexpr __mmask16 kAll = 0xFFFF;
-UNMASK_AVX512 inline __m512 LoadW(const std::uint16_t* p) {
-  const __m512i wide = _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, wide, 16));
-}
+UNMASK_AVX512 inline __m512 LoadW(const std::uint16_t* p) { return bf16_simd::Widen16(p); }
 // The first r < 16 values, zeros after them. (AVX-512F has no 16-bit masked load, so the bf16
 // tail goes through a zeroed copy; it runs once per row and tile.)
 UNMASK_AVX512 inline __m512 LoadWTail(const float* p, int /*r*/, __mmask16 mask) {
@@ -48,8 +46,9 @@ UNMASK_AVX512 inline float LaneSum(__m512 v) {
 
 // LaneSum of 16 accumulators at once, each summed in LaneSum's order (the same pairs added at each
 // of its four steps, so the same bits), about 45 instructions instead of 16 x 8: at K = 256 the
-// one-by-one sums were as many instructions as the products. sums[i] = LaneSum(a[i]).
-UNMASK_AVX512 inline void LaneSums16(const __m512 (&a)[16], float (&sums)[16]) {
+// one-by-one sums were as many instructions as the products. LaneSum(a[i]) is left in lane
+// 4 * (i % 4) + i / 4 of the result (InOrder puts it in lane i).
+UNMASK_AVX512 inline __m512 LaneSums16Vector(const __m512 (&a)[16]) {
   __m512 s[8], r[4], q[2];
   // Step 1, v[j] + v[j + 8]: s[i] = [a(2i) halves added | a(2i+1) halves added].
 #pragma GCC unroll 8
@@ -66,33 +65,53 @@ UNMASK_AVX512 inline void LaneSums16(const __m512 (&a)[16], float (&sums)[16]) {
   for (int i = 0; i < 2; ++i)
     q[i] = _mm512_add_ps(_mm512_mask_shuffle_ps(r[2 * i], kAll, r[2 * i], r[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                          _mm512_mask_shuffle_ps(r[2 * i], kAll, r[2 * i], r[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 z = _mm512_add_ps(_mm512_mask_shuffle_ps(q[0], kAll, q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                 _mm512_mask_shuffle_ps(q[0], kAll, q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, z);
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) sums[i] = lanes[4 * (i % 4) + i / 4];
+  return _mm512_add_ps(_mm512_mask_shuffle_ps(q[0], kAll, q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_mask_shuffle_ps(q[0], kAll, q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+// z's lanes put back in accumulator order, then stored as float32, or rounded to bf16 bits as Put
+// rounds, 16 at once.
+UNMASK_AVX512 inline __m512 InOrder(__m512 z) {
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_maskz_permutexvar_ps(kAll, order, z);
+}
+UNMASK_AVX512 inline void StoreLanes(__m512 z, float (&lanes)[16]) { _mm512_storeu_ps(lanes, InOrder(z)); }
+UNMASK_AVX512 inline void StoreLanes(__m512 z, std::uint16_t (&lanes)[16]) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), bf16_simd::Round16(InOrder(z)));
+}
+
+// A sum stored as float32, or rounded to bf16 bits as c10::BFloat16 rounds (bf16_bits.h): what a
+// bf16 linear layer's output holds.
+inline void Put(float* y, float v) { *y = v; }
+inline void Put(std::uint16_t* y, float v) { *y = RoundBf16(v); }
+
 // y[m * ldy + n] = LaneSum(acc[m][n]), in groups of 16 where there are at least 4.
-template <int MT, int NT>
-UNMASK_AVX512 inline void StoreSums(const __m512 (&acc)[MT][NT], float* y, std::int64_t ldy) {
+template <int MT, int NT, typename Y>
+UNMASK_AVX512 inline void StoreSums(const __m512 (&acc)[MT][NT], Y* y, std::int64_t ldy) {
   constexpr int kCount = MT * NT;
   if constexpr (kCount < 4) {
 #pragma GCC unroll 8
     for (int m = 0; m < MT; ++m)
 #pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) y[m * ldy + n] = LaneSum(acc[m][n]);
+      for (int n = 0; n < NT; ++n) Put(y + m * ldy + n, LaneSum(acc[m][n]));
   } else {
 #pragma GCC unroll 2
     for (int first = 0; first < kCount; first += 16) {
       __m512 group[16];
-      float sums[16];
+      alignas(64) Y lanes[16];
 #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i)
         group[i] = first + i < kCount ? acc[(first + i) / NT][(first + i) % NT] : _mm512_setzero_ps();
-      LaneSums16(group, sums);
-      for (int i = 0; i < 16 && first + i < kCount; ++i) y[(first + i) / NT * ldy + (first + i) % NT] = sums[i];
+      StoreLanes(LaneSums16Vector(group), lanes);
+      if constexpr (NT == 4) {  // a row's four outputs are four neighbouring lanes: one store each
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r)
+          if (first + 4 * r < kCount) std::memcpy(y + (first / 4 + r) * ldy, lanes + 4 * r, 4 * sizeof(Y));
+      } else {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i)
+          if (first + i < kCount) y[(first + i) / NT * ldy + (first + i) % NT] = lanes[i];
+      }
     }
   }
 }
@@ -173,8 +192,8 @@ UNMASK_AVX512_BF16 inline __m512bh LoadPairsTail(const std::uint16_t* p, __mmask
   return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, p));
 }
 
-template <int MT, int NT>
-UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, const std::uint16_t* w, float* y,
+template <int MT, int NT, typename Y>
+UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, const std::uint16_t* w, Y* y,
                                         std::int64_t ldy) {
   __m512 acc[MT][NT];
 #pragma GCC unroll 8
@@ -210,13 +229,13 @@ UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, 
 
 // AllRowsOfX for TileBf16. (A copy rather than one template: a function's target attributes
 // cannot follow its template arguments, and the float32 tiles must not need AVX512_BF16 or BW.)
-template <int NT>
+template <int NT, typename Y>
 UNMASK_AVX512_BF16 void AllRowsOfXBf16(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
-                                       float* y, std::int64_t ldy) {
+                                       Y* y, std::int64_t ldy) {
   std::int64_t m = 0;
   for (; m + kRowsX <= M; m += kRowsX) TileBf16<kRowsX, NT>(x + m * K, K, w, y + m * ldy, ldy);
   const std::uint16_t* xr = x + m * K;
-  float* yr = y + m * ldy;
+  Y* yr = y + m * ldy;
   switch (M - m) {
     case 5: TileBf16<5, NT>(xr, K, w, yr, ldy); break;
     case 4: TileBf16<4, NT>(xr, K, w, yr, ldy); break;
@@ -241,11 +260,24 @@ void Avx512WRows(const float* x, std::int64_t M, std::int64_t K, const std::uint
   WRows(x, M, K, w, begin, end, y, ldy);
 }
 
-void Avx512Bf16WRows(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
-                     std::int64_t begin, std::int64_t end, float* y, std::int64_t ldy) {
+namespace {
+template <typename Y>
+void Bf16WRows(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w, std::int64_t begin,
+               std::int64_t end, Y* y, std::int64_t ldy) {
   std::int64_t n = begin;
   for (; n + kRowsW <= end; n += kRowsW) AllRowsOfXBf16<kRowsW>(x, M, K, w + n * K, y + n, ldy);
   for (; n < end; ++n) AllRowsOfXBf16<1>(x, M, K, w + n * K, y + n, ldy);
+}
+}  // namespace
+
+void Avx512Bf16WRows(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                     std::int64_t begin, std::int64_t end, float* y, std::int64_t ldy) {
+  Bf16WRows(x, M, K, w, begin, end, y, ldy);
+}
+
+void Avx512Bf16WRows(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                     std::int64_t begin, std::int64_t end, std::uint16_t* y, std::int64_t ldy) {
+  Bf16WRows(x, M, K, w, begin, end, y, ldy);
 }
 
 }  // namespace unmask::model::small_gemm_internal

@@ -15,6 +15,9 @@ void Avx512WRows(const float* x, std::int64_t M, std::int64_t K, const std::uint
 // bf16 x and W through AVX512_BF16 (kAvx512RowsW W-rows a tile); only where the CPU has it.
 void Avx512Bf16WRows(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
                      std::int64_t begin, std::int64_t end, float* y, std::int64_t ldy);
+// The same with each sum rounded to bf16 bits as it is stored.
+void Avx512Bf16WRows(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
+                     std::int64_t begin, std::int64_t end, std::uint16_t* y, std::int64_t ldy);
 void Avx2WRows(const float* x, std::int64_t M, std::int64_t K, const float* w, std::int64_t begin,
                std::int64_t end, float* y, std::int64_t ldy);
 void Avx2WRows(const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w, std::int64_t begin,

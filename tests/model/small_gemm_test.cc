@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -149,9 +150,27 @@ TEST_P(SmallGemmTest, LinearUsesItForFewFloat32RowsAndTheBlasOtherwise) {
     EXPECT_TRUE(at::equal(layer.Apply(many), chunked));
     ExpectMatchesFloat64(many, wf, chunked);
   }
-  const at::Tensor x16 = x.to(at::kBFloat16);  // not float32: the BLAS
+  // bf16 x and W: where the CPU multiplies bf16 pairs, the kernel with its sums rounded to bf16 as
+  // stored, also past the row limit (in chunks); elsewhere the BLAS.
   const at::Tensor w16 = w.to(at::kBFloat16);
-  EXPECT_TRUE(at::equal(Linear(w16).Apply(x16), at::linear(x16, w16)));
+  for (const at::Tensor& x16 : {x.to(at::kBFloat16), many.to(at::kBFloat16)}) {
+    const at::Tensor got = Linear(w16).Apply(x16);
+    ASSERT_EQ(got.scalar_type(), at::kBFloat16);
+    if (!SmallGemmBf16Native(path())) {
+      EXPECT_TRUE(at::equal(got, at::linear(x16, w16)));
+      continue;
+    }
+    const at::Tensor rows = x16.reshape({-1, 64});
+    at::Tensor chunked = at::empty({rows.size(0), 300}, at::kBFloat16);
+    for (std::int64_t m = 0; m < rows.size(0); m += 320) {
+      const std::int64_t n = std::min<std::int64_t>(320, rows.size(0) - m);
+      SmallGemmBf16Rounded(path(), reinterpret_cast<const std::uint16_t*>(rows.data_ptr<at::BFloat16>()) + m * 64, n, 64,
+                           reinterpret_cast<const std::uint16_t*>(w16.data_ptr<at::BFloat16>()), 300,
+                           reinterpret_cast<std::uint16_t*>(chunked.data_ptr<at::BFloat16>()) + m * 300, 300);
+    }
+    EXPECT_TRUE(at::equal(got.reshape({-1, 300}), chunked));
+    EXPECT_TRUE(at::allclose(got.to(at::kFloat), at::linear(x16, w16).to(at::kFloat), 1e-2, 1e-2));
+  }
 }
 
 TEST_P(SmallGemmTest, AutogradStillFlowsThroughLinear) {
@@ -266,6 +285,41 @@ TEST_F(GemmPathTest, Bf16XAndWSumInFloat32AndARowIsTheSameAloneOnEveryPath) {
           SmallGemmBf16(path, xb + row * K, 1, K, wb, 11, alone.data_ptr<float>(), 11);
           EXPECT_TRUE(at::equal(alone, y.narrow(0, row, 1))) << GemmPathName(path) << " K " << K << " M " << M << " row " << row;
         }
+      }
+    }
+  }
+}
+
+// bf16 x and W with the sums rounded as stored: SmallGemmBf16's float32 sums, each rounded as
+// c10::BFloat16 rounds, into the columns of a wider output it is given and nowhere else, a row the
+// same alone; refused where the CPU has no bf16 pairs.
+TEST_F(GemmPathTest, Bf16RoundedIsTheFloat32SumsRoundedAsC10Rounds) {
+  at::manual_seed(14);
+  for (GemmPath path : {GemmPath::kBlas, GemmPath::kAvx2, GemmPath::kAvx512}) {
+    const auto x = at::randn({13, 70}).to(at::kBFloat16), w = at::randn({11, 70}).to(at::kBFloat16);
+    const auto* xb = reinterpret_cast<const std::uint16_t*>(x.data_ptr<at::BFloat16>());
+    const auto* wb = reinterpret_cast<const std::uint16_t*>(w.data_ptr<at::BFloat16>());
+    if (!SmallGemmBf16Native(path)) {
+      std::vector<std::uint16_t> y(13 * 11);
+      EXPECT_THROW(SmallGemmBf16Rounded(path, xb, 13, 70, wb, 11, y.data(), 11), std::invalid_argument)
+          << GemmPathName(path);
+      continue;
+    }
+    for (std::int64_t K : {5, 31, 32, 70, 256}) {
+      for (std::int64_t M : {1, 7, 13}) {
+        const at::Tensor xk = at::randn({M, K}).to(at::kBFloat16), wk = at::randn({11, K}).to(at::kBFloat16);
+        const auto* xp = reinterpret_cast<const std::uint16_t*>(xk.data_ptr<at::BFloat16>());
+        const auto* wp = reinterpret_cast<const std::uint16_t*>(wk.data_ptr<at::BFloat16>());
+        at::Tensor sums = at::empty({M, 11});
+        SmallGemmBf16(path, xp, M, K, wp, 11, sums.data_ptr<float>(), 11);
+        at::Tensor wide = at::full({M, 14}, 7.0, at::kBFloat16);  // 3 columns past the output, untouched
+        auto* yp = reinterpret_cast<std::uint16_t*>(wide.data_ptr<at::BFloat16>());
+        SmallGemmBf16Rounded(path, xp, M, K, wp, 11, yp, 14);
+        EXPECT_TRUE(at::equal(wide.narrow(1, 0, 11), sums.to(at::kBFloat16))) << "K " << K << " M " << M;
+        EXPECT_TRUE(at::equal(wide.narrow(1, 11, 3), at::full({M, 3}, 7.0, at::kBFloat16)));
+        at::Tensor alone = at::empty({1, 11}, at::kBFloat16);
+        SmallGemmBf16Rounded(path, xp + (M - 1) * K, 1, K, wp, 11, reinterpret_cast<std::uint16_t*>(alone.data_ptr<at::BFloat16>()), 11);
+        EXPECT_TRUE(at::equal(alone, wide.narrow(0, M - 1, 1).narrow(1, 0, 11))) << "K " << K << " M " << M;
       }
     }
   }
