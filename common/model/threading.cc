@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 namespace unmask::model {
@@ -132,15 +134,30 @@ StatusOr<ThreadingReport> ConfigureThreading(int requested, int callers) {
 bool BlasHeldToOneThread() { return g_blas_held.load(std::memory_order_relaxed); }
 
 void ForEachItem(std::int64_t n, bool spread, const std::function<void(std::int64_t)>& item) {
+  std::mutex mu;
+  std::exception_ptr first_error;
+  auto run = [&](std::int64_t i) {
+    try {
+      item(i);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mu);
+      if (!first_error) first_error = std::current_exception();
+    }
+  };
   if (!spread || n < 2 || at::get_num_threads() < 2 || at::in_parallel_region()) {
-    for (std::int64_t i = 0; i < n; ++i) item(i);
-    return;
+    for (std::int64_t i = 0; i < n; ++i) run(i);
+  } else {
+    // Items are claimed one at a time, not split in halves up front: a batch's generations
+    // differ in length (an item can cost several times another), and a fixed split left one core
+    // waiting.
+    const bool inference = c10::InferenceMode::is_enabled();
+    std::atomic<std::int64_t> next{0};
+    at::parallel_for(0, std::min<std::int64_t>(n, at::get_num_threads()), 1, [&](std::int64_t, std::int64_t) {
+      c10::InferenceMode guard(inference);
+      for (std::int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) run(i);
+    });
   }
-  const bool inference = c10::InferenceMode::is_enabled();
-  at::parallel_for(0, n, 1, [&](std::int64_t begin, std::int64_t end) {
-    c10::InferenceMode guard(inference);
-    for (std::int64_t i = begin; i < end; ++i) item(i);
-  });
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace unmask::model

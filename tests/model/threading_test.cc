@@ -4,9 +4,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "common/model/cpu_features.h"
 #include "common/model/linear.h"
@@ -117,6 +123,62 @@ TEST(ConfigureThreadingTest, AHeldBlasStillComputesLargeProductsAcrossThePool) {
   EXPECT_TRUE(at::allclose(split, whole, 1e-5, 1e-4)) << "max difference " << (split - whole).abs().max().item<float>();
   ASSERT_TRUE(SetGemmPath(before).ok());
   (void)ConfigureThreading(0);
+}
+
+// ForEachItem: every item exactly once, spread or not, whatever n.
+TEST(ForEachItemTest, RunsEveryItemOnce) {
+  at::set_num_threads(2);
+  for (const bool spread : {false, true}) {
+    for (const std::int64_t n : {0, 1, 2, 7, 100}) {
+      std::vector<std::atomic<int>> runs(static_cast<std::size_t>(n));
+      ForEachItem(n, spread, [&](std::int64_t i) { runs[static_cast<std::size_t>(i)].fetch_add(1); });
+      for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(runs[static_cast<std::size_t>(i)].load(), 1) << "n " << n << " item " << i;
+    }
+  }
+}
+
+// An item that throws: the others still run, and the first error comes back to the caller.
+TEST(ForEachItemTest, AnItemsErrorIsRethrownOnceTheOthersHaveRun) {
+  at::set_num_threads(2);
+  for (const bool spread : {false, true}) {
+    std::atomic<int> ran{0};
+    EXPECT_THROW(ForEachItem(9, spread,
+                             [&](std::int64_t i) {
+                               if (i == 2) throw std::runtime_error("item 2");
+                               ran.fetch_add(1);
+                             }),
+                 std::runtime_error);
+    EXPECT_EQ(ran.load(), 8) << (spread ? "spread" : "in turn");
+  }
+}
+
+// Spread items are claimed one at a time: while item 0 holds one thread, the other thread runs
+// every other item (a split into halves up front would leave items 1-3 behind item 0 for good;
+// here item 0 waits for them, at most 20 s, and says whether they came).
+TEST(ForEachItemTest, ASlowItemDoesNotHoldBackTheItemsAfterIt) {
+  at::set_num_threads(2);
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  ForEachItem(64, true, [&](std::int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::lock_guard<std::mutex> lock(mu);
+    threads.insert(std::this_thread::get_id());
+  });
+  if (threads.size() < 2) GTEST_SKIP() << "this build runs parallel loops on one thread (no OpenMP)";
+  constexpr std::int64_t kItems = 8;
+  std::atomic<int> others{0};
+  bool saw_them = false;
+  ForEachItem(kItems, true, [&](std::int64_t i) {
+    if (i != 0) {
+      others.fetch_add(1);
+      return;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (others.load() < kItems - 1 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    saw_them = others.load() == kItems - 1;
+  });
+  EXPECT_TRUE(saw_them);
 }
 
 }  // namespace
