@@ -16,6 +16,7 @@
 #include "common/model/linear.h"
 #include "common/model/small_gemm.h"
 #include "common/model/threading.h"
+#include "tests/fixtures/gemm_paths.h"
 
 namespace unmask::model {
 namespace {
@@ -323,6 +324,21 @@ TEST_F(GemmPathTest, Bf16RoundedIsTheFloat32SumsRoundedAsC10Rounds) {
       }
     }
   }
+}
+
+// A wide bf16 layer (K = 8192: 64 rows to a kernel call in Linear) over 150 rows: the bits of one
+// call over all of them, every chunk's rows in place.
+TEST_F(GemmPathTest, AWideBf16LayerInChunksGivesTheBitsOfOneCall) {
+  if (!SmallGemmBf16Native(GemmPath::kAvx512)) GTEST_SKIP() << "this CPU has no bf16 pairs (AVX512_BF16)";
+  unmask::testing::ScopedGemmPath scoped(GemmPath::kAvx512);
+  ASSERT_TRUE(scoped.ok());
+  at::manual_seed(15);
+  const at::Tensor x = at::randn({150, 8192}).to(at::kBFloat16), w = at::randn({9, 8192}).to(at::kBFloat16);
+  at::Tensor whole = at::empty({150, 9}, at::kBFloat16);
+  SmallGemmBf16Rounded(GemmPath::kAvx512, reinterpret_cast<const std::uint16_t*>(x.data_ptr<at::BFloat16>()), 150, 8192,
+                       reinterpret_cast<const std::uint16_t*>(w.data_ptr<at::BFloat16>()), 9,
+                       reinterpret_cast<std::uint16_t*>(whole.data_ptr<at::BFloat16>()), 9);
+  EXPECT_TRUE(at::equal(Linear(w).Apply(x), whole));
 }
 
 // A row's bits are the same whichever tile it falls into: row 0 of 13 is in a full tile (6 x-rows by
