@@ -12,6 +12,9 @@ PACKAGES=(
   # (common/model/threading.h); its pthreads build is supported too, held to one thread.
   # libopenblas0-pthread: only for the tests of the pthreads path (model_tests_pthreads_openblas, sampler_tests_pthreads_openblas).
   libtorch-dev libopenblas0-openmp libopenblas0-pthread
+  # libsleef.so to link against (LibTorch's own libsleef3 has no link name): the CPU SwiGLU loops
+  # call the expf that ATen's CPU vectors call
+  libsleef-dev
   # services
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhiredis-dev redis-server prometheus-cpp-dev libabsl-dev

@@ -6,9 +6,14 @@
 #define UNMASK_HAVE_SDPA 1
 #endif
 
+#include <ATen/Parallel.h>
+
 #include <cmath>
 #include <limits>
 #include <optional>
+
+#include "common/model/activation_rows.h"
+#include "common/model/small_gemm.h"
 
 namespace unmask::model {
 
@@ -18,6 +23,32 @@ at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
   xf = xf * at::rsqrt(variance + eps);
   return weight * xf.to(dtype);
+}
+
+at::Tensor SiluTimes(const at::Tensor& gate, const at::Tensor& up) {
+  const auto dtype = gate.scalar_type();
+  const GemmPath path = ActiveGemmPath();
+  if (!gate.is_cpu() || !up.is_cpu() || up.scalar_type() != dtype || gate.sizes() != up.sizes() ||
+      !gate.is_contiguous() || !up.is_contiguous() || (dtype != at::kBFloat16 && dtype != at::kFloat) ||
+      !SiluMulRuns(path))
+    return at::silu(gate) * up;
+  at::Tensor out = at::empty_like(gate, at::MemoryFormat::Contiguous);
+  constexpr std::int64_t kGrain = 16384;  // elements per thread at least: below that one thread is faster
+  if (dtype == at::kFloat) {
+    const float *g = gate.data_ptr<float>(), *u = up.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    at::parallel_for(0, gate.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+      SiluMulF32(path, g + b, u + b, e - b, o + b);
+    });
+  } else {
+    const auto* g = static_cast<const std::uint16_t*>(gate.data_ptr());
+    const auto* u = static_cast<const std::uint16_t*>(up.data_ptr());
+    auto* o = static_cast<std::uint16_t*>(out.data_ptr());
+    at::parallel_for(0, gate.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+      SiluMulBf16(path, g + b, u + b, e - b, o + b);
+    });
+  }
+  return out;
 }
 
 RotaryTables MakeRotaryTables(std::int64_t length, std::int64_t head_dim, double theta, c10::Device device) {

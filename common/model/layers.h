@@ -10,6 +10,11 @@ namespace unmask::model {
 // RMSNorm: statistics in float32, result cast back to the input dtype, then scaled by `weight`.
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
+// SwiGLU's middle, at::silu(gate) * up (gate and up of one shape and dtype). On a CPU, contiguous
+// bf16 or float32 go through activation_rows.h (the same bits, one pass, split over the intra-op
+// threads); anything else composes ATen's operators.
+at::Tensor SiluTimes(const at::Tensor& gate, const at::Tensor& up);
+
 // RoPE tables for positions [0, length): sin and cos of shape [1, 1, length, head_dim], float32,
 // half-split layout (the two halves of the head dimension share frequencies).
 struct RotaryTables {

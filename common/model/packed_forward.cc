@@ -140,7 +140,7 @@ at::Tensor LladaModel::SiluTimes(const at::Tensor& gate, const at::Tensor& up) c
   if (options_.fused_kernels) {
     if (at::Tensor y = fused::SiluMul(gate, up); y.defined()) return y;
   }
-  return at::silu(gate) * up;
+  return model::SiluTimes(gate, up);
 }
 
 at::Tensor LladaModel::SegmentAttention(const at::Tensor& q2, const at::Tensor& k2, const at::Tensor& v2,
