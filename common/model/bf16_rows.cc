@@ -2,6 +2,8 @@
 // only (this file runs on any x86-64; the wide forms are called only where the CPU has them).
 #include "common/model/bf16_rows.h"
 
+#include <cmath>
+
 #include "common/model/bf16_bits.h"
 
 namespace unmask::model {
@@ -27,6 +29,26 @@ __attribute__((noinline)) void AccumulatePlain(float* acc, const std::uint16_t* 
     const float product = WidenBf16(o[i]) * w;
     acc[i] = acc[i] + product;
   }
+}
+
+// One head's row: out[d] for d in [from, half), and its partner d + half.
+__attribute__((noinline)) void RotatePlain(const std::uint16_t* x, std::int64_t half, const float* cos, const float* sin,
+                                           std::uint16_t* out, std::int64_t from) {
+  for (std::int64_t d = from; d < half; ++d) {
+    const float lo = WidenBf16(x[d]), hi = WidenBf16(x[d + half]);
+    out[d] = RoundBf16(lo * cos[d] - hi * sin[d]);
+    out[d + half] = RoundBf16(hi * cos[d + half] + lo * sin[d + half]);
+  }
+}
+
+__attribute__((noinline)) void SquaresPlain(const std::uint16_t* x, std::int64_t n, float* squares) {
+  for (std::int64_t i = 0; i < n; ++i) squares[i] = WidenBf16(x[i]) * WidenBf16(x[i]);
+}
+
+// One row from element `from` on.
+__attribute__((noinline)) void NormRowPlain(const std::uint16_t* x, std::int64_t d, float r, const std::uint16_t* w,
+                                            std::uint16_t* out, std::int64_t from) {
+  for (std::int64_t i = from; i < d; ++i) out[i] = RoundBf16(WidenBf16(w[i]) * WidenBf16(RoundBf16(WidenBf16(x[i]) * r)));
 }
 
 // ---- AVX-512F, 16 lanes ------------------------------------------------------------------------
@@ -71,6 +93,39 @@ UNMASK_AVX512 void Accumulate512(float* acc, const std::uint16_t* o, float w, st
   AccumulatePlain(acc + i, o + i, w, n - i);
 }
 
+UNMASK_AVX512 void Rotate512(const std::uint16_t* x, std::int64_t half, const float* cos, const float* sin,
+                              std::uint16_t* out) {
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  std::int64_t d = 0;
+  for (; d + 16 <= half; d += 16) {
+    const __m512 lo = bf16_simd::Widen16(x + d), hi = bf16_simd::Widen16(x + d + half);
+    const __m512 lo_cos = _mm512_maskz_mul_round_ps(kAll, lo, _mm512_loadu_ps(cos + d), kNearest);
+    const __m512 hi_sin = _mm512_maskz_mul_round_ps(kAll, hi, _mm512_loadu_ps(sin + d), kNearest);
+    const __m512 hi_cos = _mm512_maskz_mul_round_ps(kAll, hi, _mm512_loadu_ps(cos + d + half), kNearest);
+    const __m512 lo_sin = _mm512_maskz_mul_round_ps(kAll, lo, _mm512_loadu_ps(sin + d + half), kNearest);
+    Store16(out + d, _mm512_maskz_sub_round_ps(kAll, lo_cos, hi_sin, kNearest));
+    Store16(out + d + half, _mm512_maskz_add_round_ps(kAll, hi_cos, lo_sin, kNearest));
+  }
+  RotatePlain(x, half, cos, sin, out, d);
+}
+
+UNMASK_AVX512 void Squares512(const std::uint16_t* x, std::int64_t n, float* squares) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = bf16_simd::Widen16(x + i);
+    _mm512_storeu_ps(squares + i, _mm512_mul_ps(v, v));
+  }
+  SquaresPlain(x + i, n - i, squares + i);
+}
+
+UNMASK_AVX512 void NormRow512(const std::uint16_t* x, std::int64_t d, float r, const std::uint16_t* w, std::uint16_t* out) {
+  const __m512 rv = _mm512_set1_ps(r);
+  std::int64_t i = 0;
+  for (; i + 16 <= d; i += 16)
+    Store16(out + i, _mm512_mul_ps(bf16_simd::Widen16(w + i), RoundTrip16(_mm512_mul_ps(bf16_simd::Widen16(x + i), rv))));
+  NormRowPlain(x, d, r, w, out, i);
+}
+
 // ---- AVX2, 8 lanes -----------------------------------------------------------------------------
 // (No FMA in the target, so a product and a sum stay two roundings.)
 #define UNMASK_AVX2 __attribute__((target("avx2")))
@@ -107,6 +162,37 @@ UNMASK_AVX2 void Accumulate256(float* acc, const std::uint16_t* o, float w, std:
   AccumulatePlain(acc + i, o + i, w, n - i);
 }
 
+UNMASK_AVX2 void Rotate256(const std::uint16_t* x, std::int64_t half, const float* cos, const float* sin,
+                            std::uint16_t* out) {
+  std::int64_t d = 0;
+  for (; d + 8 <= half; d += 8) {
+    const __m256 lo = bf16_simd::Widen8(x + d), hi = bf16_simd::Widen8(x + d + half);
+    const __m256 lo_cos = _mm256_mul_ps(lo, _mm256_loadu_ps(cos + d)), hi_sin = _mm256_mul_ps(hi, _mm256_loadu_ps(sin + d));
+    const __m256 hi_cos = _mm256_mul_ps(hi, _mm256_loadu_ps(cos + d + half));
+    const __m256 lo_sin = _mm256_mul_ps(lo, _mm256_loadu_ps(sin + d + half));
+    Store8(out + d, _mm256_sub_ps(lo_cos, hi_sin));
+    Store8(out + d + half, _mm256_add_ps(hi_cos, lo_sin));
+  }
+  RotatePlain(x, half, cos, sin, out, d);
+}
+
+UNMASK_AVX2 void Squares256(const std::uint16_t* x, std::int64_t n, float* squares) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = bf16_simd::Widen8(x + i);
+    _mm256_storeu_ps(squares + i, _mm256_mul_ps(v, v));
+  }
+  SquaresPlain(x + i, n - i, squares + i);
+}
+
+UNMASK_AVX2 void NormRow256(const std::uint16_t* x, std::int64_t d, float r, const std::uint16_t* w, std::uint16_t* out) {
+  const __m256 rv = _mm256_set1_ps(r);
+  std::int64_t i = 0;
+  for (; i + 8 <= d; i += 8)
+    Store8(out + i, _mm256_mul_ps(bf16_simd::Widen8(w + i), RoundTrip8(_mm256_mul_ps(bf16_simd::Widen8(x + i), rv))));
+  NormRowPlain(x, d, r, w, out, i);
+}
+
 // The widest form `path` allows on this CPU.
 enum class Form { kPlain, kAvx2, kAvx512 };
 Form FormFor(GemmPath path) {
@@ -139,6 +225,44 @@ void AccumulateScaled(GemmPath path, float* acc, const std::uint16_t* o, float w
     case Form::kAvx512: return Accumulate512(acc, o, w, n);
     case Form::kAvx2: return Accumulate256(acc, o, w, n);
     case Form::kPlain: return AccumulatePlain(acc, o, w, n);
+  }
+}
+
+void RotateBf16(GemmPath path, const std::uint16_t* x, std::int64_t rows, std::int64_t heads, std::int64_t head_dim,
+                const float* cos, const float* sin, std::uint16_t* out) {
+  const std::int64_t half = head_dim / 2;
+  const Form form = FormFor(path);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float *c = cos + r * head_dim, *s = sin + r * head_dim;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const std::int64_t at = (r * heads + h) * head_dim;
+      switch (form) {
+        case Form::kAvx512: Rotate512(x + at, half, c, s, out + at); break;
+        case Form::kAvx2: Rotate256(x + at, half, c, s, out + at); break;
+        case Form::kPlain: RotatePlain(x + at, half, c, s, out + at, 0); break;
+      }
+    }
+  }
+}
+
+void SquaresOfBf16(GemmPath path, const std::uint16_t* x, std::int64_t n, float* squares) {
+  switch (FormFor(path)) {
+    case Form::kAvx512: return Squares512(x, n, squares);
+    case Form::kAvx2: return Squares256(x, n, squares);
+    case Form::kPlain: return SquaresPlain(x, n, squares);
+  }
+}
+
+void RmsNormRowsBf16(GemmPath path, const std::uint16_t* x, std::int64_t rows, std::int64_t d, const float* variance,
+                     float eps, const std::uint16_t* weight, std::uint16_t* out) {
+  const Form form = FormFor(path);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const float r = 1.0f / std::sqrt(variance[row] + eps);  // ATen's add of eps, then its rsqrt: 1 / sqrt
+    switch (form) {
+      case Form::kAvx512: NormRow512(x + row * d, d, r, weight, out + row * d); break;
+      case Form::kAvx2: NormRow256(x + row * d, d, r, weight, out + row * d); break;
+      case Form::kPlain: NormRowPlain(x + row * d, d, r, weight, out + row * d, 0); break;
+    }
   }
 }
 

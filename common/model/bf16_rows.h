@@ -26,4 +26,20 @@ void AddScaledBf16(GemmPath path, std::uint16_t* y, const std::uint16_t* o, floa
 // acc[i] = acc[i] + o[i] * w for i < n, in float32 (the product rounded, then the sum).
 void AccumulateScaled(GemmPath path, float* acc, const std::uint16_t* o, float w, std::int64_t n);
 
+// RoPE over rows of bf16 (ApplyRotaryRows of layers.h): x is [rows, heads, head_dim], cos and sin
+// [rows, head_dim] float32 (one row per x row, shared by its heads). For d < head_dim / 2,
+// out = bf16(x[d] * cos[d] - x[d + half] * sin[d]); above, bf16(x[d] * cos[d] + x[d - half] * sin[d]):
+// the two products and the sum each rounded in float32, as ATen's composition computes them.
+// head_dim even.
+void RotateBf16(GemmPath path, const std::uint16_t* x, std::int64_t rows, std::int64_t heads, std::int64_t head_dim,
+                const float* cos, const float* sin, std::uint16_t* out);
+
+// RMSNorm's two elementwise passes over rows of bf16 (RmsNorm of layers.h), around the mean that
+// ATen keeps computing (its reduction order decides the bits): squares[i] = float(x[i])^2 (exact:
+// a bf16 value's square fits float32), then per row r = 1 / sqrt(variance[row] + eps) and
+// out[d] = bf16(weight[d] * bf16(x[d] * r)), each product rounded in float32.
+void SquaresOfBf16(GemmPath path, const std::uint16_t* x, std::int64_t n, float* squares);
+void RmsNormRowsBf16(GemmPath path, const std::uint16_t* x, std::int64_t rows, std::int64_t d, const float* variance,
+                     float eps, const std::uint16_t* weight, std::uint16_t* out);
+
 }  // namespace unmask::model

@@ -13,12 +13,33 @@
 #include <optional>
 
 #include "common/model/activation_rows.h"
+#include "common/model/attention_cpu.h"
+#include "common/model/bf16_rows.h"
 #include "common/model/small_gemm.h"
 
 namespace unmask::model {
 
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   const auto dtype = x.scalar_type();
+  // bf16 rows on a CPU: bf16_rows.h's two passes around ATen's mean, the same bits in four
+  // operators instead of eight.
+  if (x.is_cpu() && dtype == at::kBFloat16 && x.is_contiguous() && x.dim() >= 1 && weight.is_cpu() &&
+      weight.scalar_type() == at::kBFloat16 && weight.is_contiguous() && weight.numel() == x.size(-1) && x.numel() > 0) {
+    const GemmPath path = ActiveGemmPath();
+    const std::int64_t d = x.size(-1), rows = x.numel() / d;
+    const auto* xp = static_cast<const std::uint16_t*>(x.data_ptr());
+    at::Tensor squares = at::empty(x.sizes(), x.options().dtype(at::kFloat));
+    SquaresOfBf16(path, xp, x.numel(), squares.data_ptr<float>());
+    const at::Tensor variance = squares.mean(-1, /*keepdim=*/true).contiguous();
+    at::Tensor out = at::empty_like(x);
+    const auto* wp = static_cast<const std::uint16_t*>(weight.data_ptr());
+    const float* vp = variance.data_ptr<float>();
+    auto* op = static_cast<std::uint16_t*>(out.data_ptr());
+    at::parallel_for(0, rows, 64, [&](std::int64_t b, std::int64_t e) {
+      RmsNormRowsBf16(path, xp + b * d, e - b, d, vp + b, static_cast<float>(eps), wp, op + b * d);
+    });
+    return out;
+  }
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
   xf = xf * at::rsqrt(variance + eps);
@@ -73,6 +94,20 @@ at::Tensor RotateHalf(const at::Tensor& x) {
 }  // namespace
 
 at::Tensor ApplyRotaryRows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  // bf16 rows on a CPU: bf16_rows.h's loop, the same bits in one pass instead of eight operators.
+  if (x.is_cpu() && x.scalar_type() == at::kBFloat16 && x.dim() == 3 && x.is_contiguous() && x.size(-1) % 2 == 0 &&
+      cos.is_cpu() && sin.is_cpu() && cos.scalar_type() == at::kFloat && sin.scalar_type() == at::kFloat &&
+      cos.is_contiguous() && sin.is_contiguous() && cos.numel() == x.size(0) * x.size(2) && sin.numel() == cos.numel()) {
+    at::Tensor out = at::empty_like(x);
+    const std::int64_t heads = x.size(1), hd = x.size(2);
+    const auto* xp = static_cast<const std::uint16_t*>(x.data_ptr());
+    auto* op = static_cast<std::uint16_t*>(out.data_ptr());
+    const float *cp = cos.data_ptr<float>(), *sp = sin.data_ptr<float>();
+    at::parallel_for(0, x.size(0), 64, [&](std::int64_t b, std::int64_t e) {
+      RotateBf16(ActiveGemmPath(), xp + b * heads * hd, e - b, heads, hd, cp + b * hd, sp + b * hd, op + b * heads * hd);
+    });
+    return out;
+  }
   at::Tensor xf = x.to(at::kFloat);
   return ((xf * cos) + (RotateHalf(xf) * sin)).to(x.scalar_type());
 }
@@ -123,8 +158,63 @@ at::Tensor AttentionRows(const at::Tensor& q, const at::Tensor& k, const at::Ten
 }
 }  // namespace
 
+namespace {
+bool Bf16RowsOnCpu(const at::Tensor& t) {
+  return t.is_cpu() && t.scalar_type() == at::kBFloat16 && t.dim() == 4 && t.stride(-1) == 1;
+}
+
+// Attention through attention_cpu.h where it applies (bf16 on a CPU whose path is kAvx512),
+// otherwise undefined. The result is [B, H, Tq, hd] over a [B, Tq, H, hd] buffer: the rows of
+// every head side by side, the layout the output projection reads.
+at::Tensor AttentionBf16Cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_bias,
+                            double scale) {
+  if (!Bf16RowsOnCpu(q) || !Bf16RowsOnCpu(k) || !Bf16RowsOnCpu(v) || ActiveGemmPath() != GemmPath::kAvx512)
+    return {};
+  const std::int64_t b = q.size(0), heads = q.size(1), tq = q.size(2), hd = q.size(3), kv_heads = k.size(1),
+                     tk = k.size(2);
+  if (!AttendBf16Runs(hd) || kv_heads <= 0 || heads % kv_heads != 0 || k.size(0) != b || v.sizes() != k.sizes() ||
+      k.size(3) != hd || tq == 0 || tk == 0)
+    return {};
+  at::Tensor bias;
+  if (key_bias.defined()) {
+    if (!key_bias.is_cpu() || key_bias.scalar_type() != at::kFloat || key_bias.dim() != 4) return {};
+    bias = key_bias.expand({b, 1, tq, tk});
+    if (bias.stride(-1) != 1) return {};
+  }
+  at::Tensor out = at::empty({b, tq, heads, hd}, q.options());
+  const auto* qp = static_cast<const std::uint16_t*>(q.data_ptr());
+  const auto* kp = static_cast<const std::uint16_t*>(k.data_ptr());
+  const auto* vp = static_cast<const std::uint16_t*>(v.data_ptr());
+  auto* op = static_cast<std::uint16_t*>(out.data_ptr());
+  const float* bp = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  at::parallel_for(0, b * heads, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t n = i / heads, h = i % heads, g = h / (heads / kv_heads);
+      AttentionHead head;
+      head.q = qp + n * q.stride(0) + h * q.stride(1);
+      head.q_stride = q.stride(2);
+      head.k = kp + n * k.stride(0) + g * k.stride(1);
+      head.k_stride = k.stride(2);
+      head.v = vp + n * v.stride(0) + g * v.stride(1);
+      head.v_stride = v.stride(2);
+      if (bp != nullptr) {
+        head.bias = bp + n * bias.stride(0);
+        head.bias_stride = bias.stride(2);
+      }
+      head.out = op + (n * tq * heads + h) * hd;
+      head.out_stride = heads * hd;
+      AttendBf16(head, tq, tk, hd, static_cast<float>(scale));
+    }
+  });
+  return out.transpose(1, 2);
+}
+}  // namespace
+
 at::Tensor Attention(const at::Tensor& q, const at::Tensor& k_in, const at::Tensor& v_in,
                      const at::Tensor& key_bias, std::int64_t query_chunk) {
+  if (at::Tensor fused = AttentionBf16Cpu(q, k_in, v_in, key_bias, 1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+      fused.defined())
+    return fused;
   const auto heads = q.size(1);
   at::Tensor k = k_in, v = v_in;
   if (k.size(1) != heads) {  // grouped KV heads: each KV head serves heads / kv_heads queries

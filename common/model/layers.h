@@ -34,7 +34,9 @@ at::Tensor ApplyPartialRotaryRows(const at::Tensor& x, const at::Tensor& cos, co
 // Bidirectional attention. q: [B, H, Tq, hd]; k, v: [B, Hkv, Tk, hd] with H % Hkv == 0.
 // key_bias: [B, 1, 1, Tk] additive float bias (0 or a large negative number), [B or 1, 1, Tq, Tk]
 // when it differs per query (block-causal), or undefined.
-// query_chunk > 0 bounds the score matrix to query_chunk x Tk per head.
+// query_chunk > 0 bounds the score matrix to query_chunk x Tk per head. bf16 on a CPU whose
+// few-row path is kAvx512 goes through attention_cpu.h instead (float32 inside, one rounding; no
+// score matrix, so query_chunk does not apply); everything else composes ATen's operators.
 at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& key_bias, std::int64_t query_chunk);
 

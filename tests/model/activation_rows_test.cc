@@ -1,5 +1,7 @@
 // activation_rows.h on every path, and SiluTimes (layers.h) over it: the bits of ATen's
-// at::silu(gate) * up, for bf16 and float32, whatever the length, the path or the threads.
+// at::silu(gate) * up, for bf16 and float32, whatever the length, the path or the threads. And
+// bf16_rows.h's RotateBf16 under ApplyRotaryRows and its RMSNorm passes under RmsNorm: the bits of
+// the ATen compositions they replace.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "common/model/activation_rows.h"
+#include "common/model/bf16_rows.h"
 #include "common/model/layers.h"
 #include "tests/fixtures/gemm_paths.h"
 
@@ -137,6 +140,48 @@ TEST(SiluTimesTest, GivesAtenBitsOnEveryPathAndShape) {
     }
     const at::Tensor h = Values(64, at::kDouble, 9), hu = Values(64, at::kDouble, 10);
     ExpectSameBits(SiluTimes(h, hu), at::silu(h) * hu);
+  }
+}
+
+// ApplyRotaryRows on bf16 rows (bf16_rows.h's loop) against the composition it replaces, on every
+// path, for head_dims that leave a tail after the vectors (40: half 20) and none (64, 128).
+TEST(RotateBf16Test, GivesTheCompositionsBitsOnEveryPath) {
+  for (const GemmPath path : {GemmPath::kAvx512, GemmPath::kAvx2, GemmPath::kBlas}) {
+    unmask::testing::ScopedGemmPath scoped(path);
+    if (!scoped.ok()) continue;
+    for (const std::int64_t hd : {40, 64, 128}) {
+      const RotaryTables tables = MakeRotaryTables(300, hd, 10000.0, at::kCPU);
+      const at::Tensor positions = at::randint(0, 300, {37}, at::kLong);
+      const at::Tensor cos = tables.cos.view({-1, hd}).index_select(0, positions).unsqueeze(1);
+      const at::Tensor sin = tables.sin.view({-1, hd}).index_select(0, positions).unsqueeze(1);
+      const at::Tensor x = (at::randn({37, 3, hd}) * 5).to(at::kBFloat16);
+      const at::Tensor xf = x.to(at::kFloat);
+      const at::Tensor rotated = at::cat({-xf.narrow(-1, hd / 2, hd / 2), xf.narrow(-1, 0, hd / 2)}, -1);
+      const at::Tensor want = ((xf * cos) + (rotated * sin)).to(at::kBFloat16);
+      ExpectSameBits(ApplyRotaryRows(x, cos, sin), want);
+      std::vector<std::uint16_t> out(static_cast<std::size_t>(x.numel()));
+      RotateBf16(path, static_cast<const std::uint16_t*>(x.data_ptr()), 37, 3, hd, cos.data_ptr<float>(),
+                 sin.data_ptr<float>(), out.data());
+      const at::Tensor direct = at::from_blob(out.data(), {x.numel()}, at::kShort).view(at::kBFloat16).view(x.sizes());
+      ExpectSameBits(direct, want);
+    }
+  }
+}
+
+// RmsNorm on bf16 rows (bf16_rows.h's passes around ATen's mean) against the composition, on
+// every path, with widths that leave a tail (40) and none (256), and rows of very different scales.
+TEST(RmsNormBf16Test, GivesTheCompositionsBitsOnEveryPath) {
+  for (const GemmPath path : {GemmPath::kAvx512, GemmPath::kAvx2, GemmPath::kBlas}) {
+    unmask::testing::ScopedGemmPath scoped(path);
+    if (!scoped.ok()) continue;
+    for (const std::int64_t d : {40, 256}) {
+      const at::Tensor x = (at::randn({211, d}) * at::logspace(-3, 3, 211).unsqueeze(1)).to(at::kBFloat16);
+      const at::Tensor weight = (at::rand({d}) + 0.5).to(at::kBFloat16);
+      const at::Tensor xf = x.to(at::kFloat);
+      const at::Tensor want = weight * (xf * at::rsqrt(xf.pow(2).mean(-1, true) + 1e-5)).to(at::kBFloat16);
+      ExpectSameBits(RmsNorm(x, weight, 1e-5), want);
+      ExpectSameBits(RmsNorm(x.view({211, 1, d}), weight, 1e-5), want.view({211, 1, d}));
+    }
   }
 }
 
