@@ -5,6 +5,7 @@
 #include <limits>
 #include <tuple>
 
+#include "common/model/layers.h"
 #include "common/model/moe_cpu.h"
 
 namespace unmask::model {
@@ -60,7 +61,7 @@ at::Tensor MixBySlotOrder(const ExpertOutputs& x, const Routing& r, const at::Te
 }  // namespace
 
 at::Tensor SwiGluWeights::Apply(const at::Tensor& x) const {
-  return down_proj.Apply(at::silu(gate_proj.Apply(x)) * up_proj.Apply(x));
+  return down_proj.Apply(SiluTimes(gate_proj.Apply(x), up_proj.Apply(x)));
 }
 
 Routing RouteSoftmax(const at::Tensor& router_logits, const at::Tensor& expert_bias, std::int64_t top_k) {

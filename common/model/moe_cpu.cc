@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/model/activation_rows.h"
 #include "common/model/bf16_bits.h"
 #include "common/model/bf16_rows.h"
 #include "common/model/small_gemm.h"
@@ -88,8 +89,8 @@ void LetGoIfLarge(std::vector<T>& v) {
 }
 
 // An expert's three products through the few-row kernels, with no ATen operator but the two the
-// official SwiGLU applies between them (silu, then the product with up, run on the same buffers so
-// their bits are ATen's): what Linear::Apply would give each product, without its per-call
+// official SwiGLU applies between them (silu, then the product with up, one pass of
+// activation_rows.h with ATen's bits): what Linear::Apply would give each product, without its per-call
 // tensors. float32 activations: the products Linear::Apply makes (the few-row kernel, W read as
 // stored). bf16 activations: bf16 x times bf16 W summed in float32 (small_gemm.h's SmallGemmBf16),
 // rounded to bf16 as a bf16 linear layer's output is; the sums' order differs from the BLAS's, and
@@ -110,6 +111,15 @@ class FusedExpert {
     return true;
   }
 
+  // act = silu(act) * up through activation_rows.h (ATen's bits in one pass; each vector is read
+  // before it is written, so in place is safe); false where that loop does not run here.
+  static bool SiluMulInPlace(float* act, const float* up, std::int64_t n) {
+    return SiluMulF32(ActiveGemmPath(), act, up, n, act);
+  }
+  static bool SiluMulInPlace(std::uint16_t* act, const std::uint16_t* up, std::int64_t n) {
+    return SiluMulBf16(ActiveGemmPath(), act, up, n, act);
+  }
+
   // y ([m, d_model] rows, ldy apart, in the activations' dtype) = the expert over x ([m, d_model]).
   template <typename T>
   static void Apply(const SwiGluWeights& e, const T* x, std::int64_t m, T* y, std::int64_t ldy) {
@@ -124,9 +134,11 @@ class FusedExpert {
     const auto options = at::TensorOptions().dtype(std::is_same_v<T, float> ? at::kFloat : at::kBFloat16);
     T* act = Stored(gate, gate_t);
     const T* up_stored = Stored(up, up_t);
-    at::Tensor a = at::from_blob(act, {m, hidden}, options);
-    at::silu_(a);
-    a.mul_(at::from_blob(const_cast<T*>(up_stored), {m, hidden}, options));
+    if (!SiluMulInPlace(act, up_stored, m * hidden)) {
+      at::Tensor a = at::from_blob(act, {m, hidden}, options);
+      at::silu_(a);
+      a.mul_(at::from_blob(const_cast<T*>(up_stored), {m, hidden}, options));
+    }
     if constexpr (std::is_same_v<T, float>) {
       Product(act, m, hidden, e.down_proj.weight(), y, ldy);
     } else {
