@@ -23,15 +23,29 @@ bool InDeviceClass(const ExecutorSnapshot& e, const std::string& device_class) {
   return true;
 }
 
+bool Dispatcher::HasRoom(const ExecutorSnapshot& e) const {
+  int limit = std::max(1, e.max_concurrent);
+  if (per_executor_limit_ > 0) limit = std::min(limit, per_executor_limit_);
+  return e.running + e.queued < limit;
+}
+
+bool Dispatcher::MayClaim(const std::vector<ExecutorSnapshot>& executors) const {
+  bool any_healthy = false;
+  for (const auto& e : executors) {
+    if (!e.healthy) continue;
+    if (HasRoom(e)) return true;
+    any_healthy = true;
+  }
+  return !any_healthy;
+}
+
 int Dispatcher::Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model,
                      const std::string& device_class) {
   std::vector<int> eligible;
   for (int i = 0; i < static_cast<int>(executors.size()); ++i) {
     const auto& e = executors[i];
-    int limit = std::max(1, e.max_concurrent);
-    if (per_executor_limit_ > 0) limit = std::min(limit, per_executor_limit_);
     const bool serves = std::find(e.models.begin(), e.models.end(), model) != e.models.end();
-    if (e.healthy && serves && InDeviceClass(e, device_class) && e.running + e.queued < limit) eligible.push_back(i);
+    if (e.healthy && serves && InDeviceClass(e, device_class) && HasRoom(e)) eligible.push_back(i);
   }
   if (eligible.empty()) return -1;
   switch (policy_) {

@@ -51,8 +51,14 @@ class Dispatcher {
   // lowest: the larger of its job slots in use and its job budget in use.
   int Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model,
            const std::string& device_class = "");
+  // Whether to take the next job from the queue now: false only while every healthy executor is
+  // full, so that jobs wait in the queue (where its depth counts them) rather than in placement. (With no healthy executor a job is claimed anyway and waits in
+  // placement, where its deadline and cancellation are watched.)
+  bool MayClaim(const std::vector<ExecutorSnapshot>& executors) const;
 
  private:
+  bool HasRoom(const ExecutorSnapshot& e) const;  // running + queued below its limit
+
   DispatchPolicy policy_;
   int per_executor_limit_;  // 0 = only the executor's own limit
   std::size_t next_ = 0;    // round robin cursor

@@ -86,8 +86,12 @@ void ExecutorPool::PollOnce() {
     }
     fresh[address] = std::move(snap);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  executors_ = std::move(fresh);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executors_ = std::move(fresh);
+    ++changes_;
+  }
+  room_.notify_all();
 }
 
 std::vector<ExecutorSnapshot> ExecutorPool::Snapshot() const {
@@ -101,6 +105,23 @@ void ExecutorPool::NoteDispatched(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = executors_.find(address);
   if (it != executors_.end()) ++it->second.running;
+}
+
+void ExecutorPool::NoteFinished(const std::string& address) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = executors_.find(address);
+    // Never below 0: a poll may already have stopped counting it.
+    if (it != executors_.end() && it->second.running > 0) --it->second.running;
+    ++changes_;
+  }
+  room_.notify_all();
+}
+
+void ExecutorPool::WaitForRoom(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  const std::uint64_t seen = changes_;
+  room_.wait_for(lock, timeout, [&] { return changes_ != seen || stop_; });
 }
 
 void ExecutorPool::MarkUnhealthy(const std::string& address) {

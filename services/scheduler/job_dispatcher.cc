@@ -140,6 +140,15 @@ void JobDispatcher::Stop() {
 
 void JobDispatcher::ClaimLoop() {
   while (!stop_) {
+    bool may_claim;
+    {
+      std::lock_guard<std::mutex> lock(picker_mu_);
+      may_claim = picker_.MayClaim(pool_.Snapshot());
+    }
+    if (!may_claim) {  // every executor full: the job stays queued until a slot frees
+      pool_.WaitForRoom(std::chrono::milliseconds(50));
+      continue;
+    }
     auto claimed = store_.Claim(options_.consumer_id, 200);
     if (!claimed.ok()) {
       if (claimed.status().code() != StatusCode::kDataLoss) {
@@ -221,6 +230,7 @@ void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   started.mutable_started()->set_attempt(run.attempt);
   (void)store_.AppendEvent(id, started.SerializeAsString());
   Relayed relayed = RelayRun(run, placement);
+  pool_.NoteFinished(placement.address);
   FinishJob(run, placement, relayed);
 }
 
@@ -303,7 +313,7 @@ bool JobDispatcher::PlaceJob(RunningJob& run, Placement* placement) {
       return true;
     }
     Beat(run);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pool_.WaitForRoom(std::chrono::milliseconds(50));
   }
 }
 
