@@ -23,20 +23,22 @@ bool InDeviceClass(const ExecutorSnapshot& e, const std::string& device_class) {
   return true;
 }
 
-bool Dispatcher::HasRoom(const ExecutorSnapshot& e) const {
-  int limit = std::max(1, e.max_concurrent);
-  if (per_executor_limit_ > 0) limit = std::min(limit, per_executor_limit_);
-  return e.running + e.queued < limit;
+int Dispatcher::Limit(const ExecutorSnapshot& e) const {
+  const int limit = std::max(1, e.max_concurrent);
+  return per_executor_limit_ > 0 ? std::min(limit, per_executor_limit_) : limit;
 }
 
-bool Dispatcher::MayClaim(const std::vector<ExecutorSnapshot>& executors) const {
+bool Dispatcher::HasRoom(const ExecutorSnapshot& e) const { return e.running + e.queued < Limit(e); }
+
+bool Dispatcher::MayClaim(const std::vector<ExecutorSnapshot>& executors, int reserved) const {
   bool any_healthy = false;
+  int free = 0;
   for (const auto& e : executors) {
     if (!e.healthy) continue;
-    if (HasRoom(e)) return true;
     any_healthy = true;
+    free += std::max(0, Limit(e) - e.running - e.queued);
   }
-  return !any_healthy;
+  return !any_healthy || free > reserved;
 }
 
 int Dispatcher::Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model,

@@ -51,12 +51,14 @@ class Dispatcher {
   // lowest: the larger of its job slots in use and its job budget in use.
   int Pick(const std::vector<ExecutorSnapshot>& executors, const std::string& model,
            const std::string& device_class = "");
-  // Whether to take the next job from the queue now: false only while every healthy executor is
-  // full, so that jobs wait in the queue (where its depth counts them) rather than in placement. (With no healthy executor a job is claimed anyway and waits in
-  // placement, where its deadline and cancellation are watched.)
-  bool MayClaim(const std::vector<ExecutorSnapshot>& executors) const;
+  // Whether to take the next job from the queue now, with `reserved` jobs already taken and not
+  // yet sent: true while the healthy executors' free slots outnumber those (or none is healthy:
+  // the job then waits in placement, where its deadline and cancellation are watched), so that
+  // jobs wait in the queue, where its depth counts them, rather than in placement.
+  bool MayClaim(const std::vector<ExecutorSnapshot>& executors, int reserved = 0) const;
 
  private:
+  int Limit(const ExecutorSnapshot& e) const;     // its own limit, within per_executor_limit_
   bool HasRoom(const ExecutorSnapshot& e) const;  // running + queued below its limit
 
   DispatchPolicy policy_;

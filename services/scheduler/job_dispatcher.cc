@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "common/telemetry/grpc_tracing.h"
 #include "common/telemetry/log.h"
@@ -140,16 +141,12 @@ void JobDispatcher::Stop() {
 
 void JobDispatcher::ClaimLoop() {
   while (!stop_) {
-    bool may_claim;
-    {
-      std::lock_guard<std::mutex> lock(picker_mu_);
-      may_claim = picker_.MayClaim(pool_.Snapshot());
-    }
-    if (!may_claim) {  // every executor full: the job stays queued until a slot frees
+    if (!Reserve()) {  // every executor full: the job stays queued until a slot frees
       pool_.WaitForRoom(std::chrono::milliseconds(50));
       continue;
     }
     auto claimed = store_.Claim(options_.consumer_id, 200);
+    if (!claimed.ok() || !*claimed) Unreserve();
     if (!claimed.ok()) {
       if (claimed.status().code() != StatusCode::kDataLoss) {
         telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "claim failed", {{"error", claimed.status().ToString()}});
@@ -162,6 +159,18 @@ void JobDispatcher::ClaimLoop() {
       RunJob(**claimed);
     }
   }
+}
+
+bool JobDispatcher::Reserve() {
+  std::lock_guard<std::mutex> lock(picker_mu_);
+  if (!picker_.MayClaim(pool_.Snapshot(), reserved_)) return false;
+  ++reserved_;
+  return true;
+}
+
+void JobDispatcher::Unreserve() {
+  std::lock_guard<std::mutex> lock(picker_mu_);
+  --reserved_;
 }
 
 void JobDispatcher::ReaperLoop() {
@@ -215,14 +224,23 @@ struct JobDispatcher::Placement {
 void JobDispatcher::RunJob(const jobs::ClaimedJob& job) {
   const std::string& id = job.record.job_id;
   RunningJob run(job);
+  // The slot Reserve counted for this job: released once the job is sent (then the executor's
+  // running count has it) or ends before that.
+  bool reserved = true;
+  const auto release = [&] {
+    if (std::exchange(reserved, false)) Unreserve();
+  };
   if (!run.stored.ParseFromString(job.record.payload)) {
+    release();
     telemetry::Log(telemetry::LogLevel::kError, {}, id, "the stored request cannot be read");
     (void)Persist("failure", id, [&] { return store_.Fail(id, job.handle, DataLossError("the stored request cannot be read")); });
     return;
   }
   NoteClaim(run);
   Placement placement;
-  if (!PlaceJob(run, &placement)) return;
+  const bool placed = PlaceJob(run, &placement);
+  release();
+  if (!placed) return;
   (void)store_.MarkRunning(run.handle, placement.executor_name);
   v1::JobEvent started;
   started.set_job_id(id);

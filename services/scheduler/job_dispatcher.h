@@ -57,6 +57,8 @@ class JobDispatcher {
 
  private:
   void ClaimLoop();
+  bool Reserve();    // a slot for the next job from the queue, if the executors have one
+  void Unreserve();
   void ReaperLoop();
   // A claimed job, by step: claim (NoteClaim), wait for an executor (PlaceJob), relay its run
   // into the job's event log (RelayRun), store the outcome (FinishJob).
@@ -85,6 +87,7 @@ class JobDispatcher {
   telemetry::ServiceMetrics* metrics_;
   Dispatcher picker_;
   std::mutex picker_mu_;
+  int reserved_ = 0;  // under picker_mu_: jobs taken from the queue and not yet sent (Reserve)
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };

@@ -97,6 +97,13 @@ TEST(MayClaimTest, OnlyWhileSomeHealthyExecutorHasRoom) {
   EXPECT_TRUE(dispatcher.MayClaim({full, free_one}));
   Dispatcher limited(DispatchPolicy::kLeastBusy, 4);  // --per-executor-limit below the executor's own
   EXPECT_FALSE(limited.MayClaim({free_one}));
+  // Jobs taken and not yet sent hold the free slots: one free slot admits one such job, not two.
+  EXPECT_TRUE(dispatcher.MayClaim({full, free_one}, 0));
+  EXPECT_FALSE(dispatcher.MayClaim({full, free_one}, 1));
+  free_one.running = 5;  // three free
+  EXPECT_TRUE(dispatcher.MayClaim({full, free_one}, 2));
+  EXPECT_FALSE(dispatcher.MayClaim({full, free_one}, 3));
+  EXPECT_TRUE(dispatcher.MayClaim({down}, 100)) << "with none healthy, placement waits for one";
 }
 
 }  // namespace
