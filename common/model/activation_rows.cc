@@ -124,6 +124,14 @@ Form FormFor(GemmPath path) {
 
 bool SiluMulRuns(GemmPath path) { return FormFor(path) != Form::kNone; }
 
+bool ActivationLoopsBuilt() {
+#ifdef UNMASK_HAVE_SLEEF
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool SiluMulBf16(GemmPath path, const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
                  std::uint16_t* out) {
   switch (FormFor(path)) {

@@ -29,5 +29,7 @@ bool SiluMulF32(GemmPath path, const float* gate, const float* up, std::int64_t 
 
 // Whether SiluMulBf16 and SiluMulF32 can run `path` on this CPU in this build.
 bool SiluMulRuns(GemmPath path);
+// Whether this build has the loops at all (it was built with SLEEF).
+bool ActivationLoopsBuilt();
 
 }  // namespace unmask::model
