@@ -84,6 +84,7 @@ class FastStepSampler : public StepSampler {
   // The step's candidate tokens x0 ([B, bl], the block's own tokens where unmasked) and the
   // confidence over the full row ([B, total], -inf outside the block and at unmasked positions).
   std::pair<at::Tensor, at::Tensor> Predict(at::Tensor hidden, const at::Tensor& xb, const at::Tensor& mask_index);
+  std::pair<at::Tensor, at::Tensor> PickTokens(at::Tensor logits, const at::Tensor& mask_index, bool masked_rows_only);
   // [B, total]: the positions this step unmasks.
   at::Tensor PickTransfers(const at::Tensor& confidence, const at::Tensor& mask_index);
   void EarlyStop(const at::Tensor& xb, at::Tensor& transfer);
@@ -186,19 +187,40 @@ std::pair<at::Tensor, at::Tensor> FastStepSampler::Predict(at::Tensor hidden, co
   } else if (p_.logprobs >= 0) {
     lp_ = StepLogprobs::TakeWhere(logits, mask_index, block_start(), p_.logprobs);
   }
-  // Greedy with float64 confidences: the logits widened once, before the argmax (the same index,
-  // widening is exact; ATen's argmax over bf16 is 3-5x slower than over float64 here).
+  auto [x0, x0_p] = PickTokens(logits, mask_index, masked_rows_only);
+  x0 = masked_rows_only ? xb.masked_scatter(mask_index, x0) : at::where(mask_index, x0, xb);
+  // Confidence over the full row (-inf outside the block), so that top-k sees what the
+  // reference's top-k sees.
+  at::Tensor confidence = at::full({batch_, total_}, kNegInf, x0_p.options());
+  confidence.narrow(1, block_start(), bl_).copy_(x0_p.masked_fill(mask_index.logical_not(), kNegInf));
+  return {x0, confidence};
+}
+
+// Each row's token and its confidence (float64 -inf where the row keeps its token), [B, bl];
+// with masked_rows_only, x0 is [rows] over the masked rows.
+std::pair<at::Tensor, at::Tensor> FastStepSampler::PickTokens(at::Tensor logits, const at::Tensor& mask_index,
+                                                               bool masked_rows_only) {
   const bool greedy_f64 =
       p_.temperature == 0 && p_.remasking == Remasking::kLowConfidence && !reference_confidence_;
+  at::Tensor x0, x0_p;
+  std::vector<std::int64_t> excluded;
+  if (p_.confidence_eos_eot_inf) excluded = {p_.eos_id, p_.eot_id};
+  // Greedy on the CPU: the argmax and its float64 softmax in one pass over each row, without
+  // the float64 copies of the logits (sampling_ops.h).
+  if (greedy_f64 && masked_rows_only && GreedyConfidenceOnCpu(logits, excluded, &x0, &x0_p)) {
+    x0_p = at::full({batch_, bl_}, kNegInf, x0_p.options()).masked_scatter_(mask_index, x0_p);
+    return {x0, x0_p};
+  }
+  // Greedy with float64 confidences: the logits widened once, before the argmax (the same index,
+  // widening is exact; ATen's argmax over bf16 is 3-5x slower than over float64 here).
   if (greedy_f64) logits = logits.to(at::kDouble);
   at::Tensor noisy = p_.temperature == 0 ? logits : AddGumbelNoise(logits, p_.temperature, gen_);
-  at::Tensor x0 = noisy.argmax(-1);  // [B, bl], or [rows]
+  x0 = noisy.argmax(-1);  // [B, bl], or [rows]
   if (p_.confidence_eos_eot_inf) {
     // The reference's `noisy[..., EOS] = logits[..., EoT] = -inf`, aliasing at temperature 0 included.
     noisy.select(-1, p_.eos_id).fill_(kNegInf);
     logits.select(-1, p_.eot_id).fill_(kNegInf);
   }
-  at::Tensor x0_p;
   if (p_.remasking == Remasking::kLowConfidence) {
     // Fast-dLLM takes this softmax in float64 (near-1 confidences stay distinct, so top-k
     // and the thresholds see what it sees); plain block_logits keeps the reference's dtype
@@ -213,12 +235,7 @@ std::pair<at::Tensor, at::Tensor> FastStepSampler::Predict(at::Tensor hidden, co
                .uniform_(0, 1, gen_)
                .narrow(1, block_start(), bl_);
   }
-  x0 = masked_rows_only ? xb.masked_scatter(mask_index, x0) : at::where(mask_index, x0, xb);
-  // Confidence over the full row (-inf outside the block), so that top-k sees what the
-  // reference's top-k sees.
-  at::Tensor confidence = at::full({batch_, total_}, kNegInf, x0_p.options());
-  confidence.narrow(1, block_start(), bl_).copy_(x0_p.masked_fill(mask_index.logical_not(), kNegInf));
-  return {x0, confidence};
+  return {x0, x0_p};
 }
 
 at::Tensor FastStepSampler::PickTransfers(const at::Tensor& confidence, const at::Tensor& mask_index) {

@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/model/cpu_features.h"
+#include "common/model/greedy_rows.h"
+#include "common/model/small_gemm.h"
+
 namespace unmask::sampler {
 
 at::Generator MakeSeededGenerator(c10::Device device, std::uint64_t seed) {
@@ -36,6 +40,28 @@ at::Tensor FilterTopP(const at::Tensor& logits, double p, double fill) {
   const std::int64_t v = logits.size(-1);
   drop.narrow(-1, 1, v - 1).copy_(crossed.narrow(-1, 0, v - 1));
   return logits.masked_fill(at::zeros_like(crossed).scatter(-1, order, drop), fill);
+}
+
+bool GreedyConfidenceOnCpu(const at::Tensor& logits, const std::vector<std::int64_t>& excluded, at::Tensor* x0,
+                           at::Tensor* confidence) {
+  const model::GemmPath path = model::ActiveGemmPath();
+  const at::ScalarType dtype = logits.scalar_type();
+  if (!logits.is_cpu() || logits.dim() != 2 || (dtype != at::kFloat && dtype != at::kBFloat16) ||
+      !model::GreedyConfidenceRuns(path))
+    return false;
+  const at::Tensor l = logits.contiguous();
+  const std::int64_t rows = l.size(0), vocab = l.size(1);
+  at::Tensor ids = at::empty({rows}, at::kLong), conf = at::empty({rows}, at::kDouble);
+  const bool ran = dtype == at::kFloat
+                       ? model::GreedyConfidenceF32(path, l.data_ptr<float>(), rows, vocab, excluded,
+                                                    ids.data_ptr<std::int64_t>(), conf.data_ptr<double>())
+                       : model::GreedyConfidenceBf16(path, static_cast<const std::uint16_t*>(l.data_ptr()), rows,
+                                                     vocab, excluded, ids.data_ptr<std::int64_t>(),
+                                                     conf.data_ptr<double>());
+  if (!ran) return false;
+  *x0 = ids;
+  *confidence = conf;
+  return true;
 }
 
 at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device) {

@@ -33,6 +33,14 @@ at::Tensor GuidedLogits(const at::Tensor& logits, double cfg_scale);
 at::Tensor FilterTopK(const at::Tensor& logits, std::int64_t k, double fill);
 at::Tensor FilterTopP(const at::Tensor& logits, double p, double fill);
 
+// The greedy pick with its float64 confidence, over CPU logits [rows, V] (float32 or bf16) in one
+// pass per row (model/greedy_rows.h): *x0 = argmax (int64 [rows]) and *confidence =
+// softmax(logits in float64)[x0] (float64 [rows]), `excluded` ids counting as -inf in the softmax
+// alone. False, touching nothing, where that loop does not run (another device or dtype, or the
+// active kernel path has no form of it); the caller then composes ATen's operators.
+bool GreedyConfidenceOnCpu(const at::Tensor& logits, const std::vector<std::int64_t>& excluded, at::Tensor* x0,
+                           at::Tensor* confidence);
+
 at::Tensor ToTensor(const std::vector<std::vector<std::int64_t>>& rows, c10::Device device);
 std::vector<std::vector<std::int64_t>> ToRows(const at::Tensor& t);
 
