@@ -69,6 +69,10 @@ const char* BlasThreadingName(BlasThreading t) {
   return "a BLAS that is not OpenBLAS";
 }
 
+int PlanWorkers(bool on_cpu, std::int64_t d_model, int cores) {
+  return on_cpu && d_model > 0 && d_model <= kNarrowModelWidth ? std::max(1, cores) : 1;
+}
+
 StatusOr<ThreadingPlan> PlanThreading(int requested, int cores, BlasThreading blas, int callers) {
   if (requested < 0)
     return InvalidArgumentError("intra-op threads must be >= 0 (0: one per core), got " + std::to_string(requested));

@@ -34,6 +34,19 @@ struct ThreadingPlan {
 // requested < 0 or callers < 1.
 StatusOr<ThreadingPlan> PlanThreading(int requested, int cores, BlasThreading blas, int callers = 1);
 
+// How many forward passes a CPU server should run at once (the executor's `--workers 0`): on a
+// CPU, a model no wider than kNarrowModelWidth runs one worker per usable core, each forward on
+// one thread; anything else (a wider model, a GPU, one core) one worker on all the cores. A narrow
+// model's operators are too small to split across threads (unmask-kjv, d_model 256, 2-core Zen 5:
+// one generation alone as fast on 1 thread as on 2; in the serving stack 2 workers of 1 thread
+// gave 1.1-1.25x the tokens/s of 1 worker of 2, at 1 and at 8 clients), while one worker with a
+// pool would leave the second core spinning through the jobs' own serial work. A wide model's
+// products do split, and a lone request wants every core. Where the line lies between 512 and
+// an 8B model's 4096 is not measured; 512 is the widest measured (issue 26's 2-core EPYC: one
+// thread as fast as two).
+inline constexpr std::int64_t kNarrowModelWidth = 512;
+int PlanWorkers(bool on_cpu, std::int64_t d_model, int cores);
+
 // The cores this process may use: the affinity mask, bounded by a cgroup v2 CPU quota
 // (cpu.max, rounded up) where one is set, as in a Kubernetes pod with a CPU limit.
 int UsableCores();

@@ -127,9 +127,16 @@ std::uint64_t ExecutorCore::JobBytes(const JobRequest& request, const model::Lla
   return fitting::EstimateRequest(model.config(), fitting::ShapeOf(r)).peak;
 }
 
+std::size_t WorkerShare(std::size_t jobs, std::size_t workers, std::size_t max_batch) {
+  const std::size_t w = std::max<std::size_t>(1, workers);
+  return std::min(max_batch, std::max<std::size_t>(1, (jobs + w - 1) / w));
+}
+
 std::vector<std::shared_ptr<Job>> ExecutorCore::AdmitLocked(std::size_t running, std::uint64_t charged) {
   std::vector<std::shared_ptr<Job>> admitted;
-  while (!queue_.empty() && running + admitted.size() < static_cast<std::size_t>(std::max(1, options_.max_batch))) {
+  const std::size_t limit = WorkerShare(static_cast<std::size_t>(running_) + queue_.size(), workers_.size(),
+                                        static_cast<std::size_t>(std::max(1, options_.max_batch)));
+  while (!queue_.empty() && running + admitted.size() < limit) {
     const std::uint64_t charge = queue_.front()->charge_bytes();
     // In order: the first job that does not fit yet waits for running jobs to leave (with
     // nothing running anything Submit accepted fits).

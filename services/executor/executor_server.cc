@@ -6,6 +6,7 @@
 #include "common/model/compute_setup.h"
 #include "common/model/llada_model.h"
 #include "common/model/small_gemm.h"
+#include "common/model/threading.h"
 #include "common/model/torch_util.h"
 #include "common/telemetry/log.h"
 
@@ -159,12 +160,35 @@ Status ExecutorServer::BuildCore() {
   }
   options_.core.weights_precision = lease_ ? lease_->precision() : "checkpoint";
   AnnounceCompute(options_, **model, options_.core.weights_precision, &tm.metrics());
+  UNMASK_RETURN_IF_ERROR(PlanWorkersFor(**model));
   core_ = std::make_unique<ExecutorCore>(*std::move(model), options_.core, tm.tracer(), &tm.metrics());
   (void)core_->Capacity();  // sets the memory gauges
   if (auto s = core_->Warmup(); !s.ok()) {
     telemetry::Log(telemetry::LogLevel::kError, {}, {}, "warm-up failed", {{"error", s.ToString()}});
     return services::StartFailure(s, "warm-up failed: " + s.ToString(), 1);
   }
+  return OkStatus();
+}
+
+// `--workers 0`: as many workers as model::PlanWorkers says for this model and device, each
+// forward then on the cores shared among them (unless --intra-op-threads says otherwise).
+Status ExecutorServer::PlanWorkersFor(const model::LladaModel& model) {
+  if (options_.core.workers > 0) return OkStatus();
+  const bool on_cpu = options_.core.device.rfind("cpu", 0) == 0;
+  options_.core.workers = model::PlanWorkers(on_cpu, model.config().d_model, model::UsableCores());
+  std::string threads = "unchanged";
+  if (options_.core.workers > 1 && options_.intra_op_threads == 0) {
+    auto report = model::ConfigureThreading(0, options_.core.workers);
+    if (!report.ok()) return services::StartFailure(report.status(), report.status().ToString(), 1);
+    threads = report->Describe();
+  }
+  telemetry::Log(telemetry::LogLevel::kInfo, {}, {}, "workers planned",
+                 {{"workers", std::to_string(options_.core.workers)},
+                  {"d_model", std::to_string(model.config().d_model)},
+                  {"device", options_.core.device},
+                  {"why", options_.core.workers > 1 ? "a narrow model on a CPU: one worker per core"
+                                                    : "one worker on all the cores"},
+                  {"threads", threads}});
   return OkStatus();
 }
 

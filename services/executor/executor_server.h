@@ -38,6 +38,7 @@ inline telemetry::TelemetryOptions ExecutorTelemetryDefaults() {
 inline ExecutorOptions ExecutorCoreDefaults() {
   ExecutorOptions o;
   o.executor_id = "executor-" + std::to_string(::getpid());
+  o.workers = 0;  // planned from the model and the device (ExecutorServer::PlanWorkersFor)
   return o;
 }
 
@@ -81,6 +82,7 @@ class ExecutorServer {
   explicit ExecutorServer(const ExecutorServerOptions& options) : options_(options) {}
   Status StartTelemetry();
   Status BuildCore();
+  Status PlanWorkersFor(const model::LladaModel& model);
   Status Serve(const std::optional<tls::ServerTlsMaterial>& tls);
   void FollowLoader();
 

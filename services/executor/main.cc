@@ -38,10 +38,12 @@ int main(int argc, char** argv) {
                "as ATen's operators; a build without the CUDA kernels runs those)");
   app.add_option("--executor-id", f.core.executor_id, "Name reported to the loader and the scheduler");
   app.add_option("--workers", f.core.workers,
-                 "Threads that each run a batch of jobs (continuous batching: one packed forward per step)")
+                 "Threads that each run a batch of jobs (continuous batching: one packed forward per step); 0: one "
+                 "per core for a model of d_model <= 512 on a CPU (each forward on one thread), else one")
       ->capture_default_str();
   app.add_option("--intra-op-threads", f.intra_op_threads,
-                 "Threads one forward pass uses (0: one per core; LibTorch's own default took one on 2-core machines)")
+                 "Threads one forward pass uses (0: the cores shared among the workers; LibTorch's own default took one on "
+                 "2-core machines)")
       ->capture_default_str();
   app.add_option("--max-batch,--max-concurrent-jobs", f.core.max_batch, "Running jobs one worker packs into each step's forward pass")
       ->capture_default_str();

@@ -24,6 +24,23 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A narrow model on a CPU: one worker per core (each forward then gets one thread from
+// PlanThreading); a wide model, a GPU or a single core: one worker.
+TEST(PlanWorkersTest, NarrowModelsOnACpuRunAWorkerPerCore) {
+  EXPECT_EQ(PlanWorkers(true, 256, 2), 2);                  // unmask-kjv on this machine
+  EXPECT_EQ(PlanWorkers(true, kNarrowModelWidth, 16), 16);  // the line itself is narrow
+  EXPECT_EQ(PlanWorkers(true, kNarrowModelWidth + 1, 16), 1);
+  EXPECT_EQ(PlanWorkers(true, 4096, 2), 1);   // LLaDA-8B: a lone request wants every core
+  EXPECT_EQ(PlanWorkers(false, 256, 16), 1);  // a GPU: one batched forward per step
+  EXPECT_EQ(PlanWorkers(true, 256, 1), 1);
+  EXPECT_EQ(PlanWorkers(true, 256, 0), 1);  // never none
+  EXPECT_EQ(PlanWorkers(true, 0, 8), 1);    // a width not known: the safe plan
+  // Each of the workers then runs its forward on one thread.
+  auto p = PlanThreading(0, 2, BlasThreading::kOpenMP, PlanWorkers(true, 256, 2));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->intra_op_threads, 1);
+}
+
 TEST(PlanThreadingTest, PthreadsOpenBlasIsHeldToOneThreadBesideThePool) {
   auto p = PlanThreading(0, 2, BlasThreading::kPthreads);
   ASSERT_TRUE(p.ok());

@@ -286,6 +286,46 @@ TEST_F(ExecutorServiceTest, JobsThatDifferInEveryParameterShareForwardsAndEqualT
   ExpectBatchedEqualsAlone(*core_, requests);
 }
 
+// A worker takes its share of the jobs running and queued: never more than one in `workers` of them.
+TEST(WorkerShareTest, SpreadsJobsOverTheWorkers) {
+  EXPECT_EQ(WorkerShare(8, 2, 8), 4u);
+  EXPECT_EQ(WorkerShare(3, 2, 8), 2u);
+  EXPECT_EQ(WorkerShare(1, 2, 8), 1u);
+  EXPECT_EQ(WorkerShare(0, 2, 8), 1u);   // an empty executor still takes the next job
+  EXPECT_EQ(WorkerShare(40, 2, 8), 8u);  // at most max_batch
+  EXPECT_EQ(WorkerShare(5, 1, 8), 5u);   // one worker: everything up to max_batch
+  EXPECT_EQ(WorkerShare(5, 0, 8), 5u);
+}
+
+// Two workers over the same model: four jobs sent at once spread over both (each packs at most
+// its share, 2, into a forward), and every job equals its run alone.
+TEST_F(ExecutorServiceTest, TwoWorkersSpreadJobsAndEachEqualsItsRunAlone) {
+  ExecutorOptions eo;
+  eo.executor_id = "executor-two-workers";
+  eo.model_id = "tiny-llada";
+  eo.workers = 2;
+  eo.max_batch = 8;
+  ExecutorCore two(core_->model(), eo);
+  const auto requests = SameShape({{10, 11, 12, 13}, {20}, {30, 31, 32, 33, 34, 35, 36}, {40, 41}}, "dual_cache+threshold");
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& r : requests) {
+    auto job = two.Submit(*JobRequestFromProto(r, core_->model()->config()));
+    ASSERT_TRUE(job.ok()) << job.status().ToString();
+    jobs.push_back(*job);
+  }
+  EXPECT_EQ(two.Capacity().max_concurrent_jobs, 16);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    JobEvent ev;
+    while (jobs[i]->Next(ev, std::chrono::seconds(60)) && ev.kind == JobEvent::Kind::kStep) {
+    }
+    ASSERT_EQ(ev.kind, JobEvent::Kind::kCompleted) << ev.status.ToString();
+    EXPECT_LE(ev.completed.batch_size, 2) << "job " << i << " shared a forward with more than its worker's share";
+    RunOutcome alone = Run(requests[i]);
+    ASSERT_TRUE(alone.status.ok());
+    EXPECT_EQ(ev.completed.ids, Ids(alone.completed)) << "job " << i;
+  }
+}
+
 TEST_F(ExecutorServiceTest, EarlyStopIsOnUnlessTheRequestTurnsItOff) {
   v1::RunRequest req = Request({1, 2}, 16, 8, 16);
   req.mutable_params()->set_sampler("dual_cache");
