@@ -258,8 +258,8 @@ def run_open(send, requests: List[Request], arrivals: List[float]) -> Tuple[List
     threads = []
     start = time.monotonic()
     for req, at in zip(requests, arrivals):
-        while start + at > time.monotonic():  # short sleeps, as in _join
-            time.sleep(min(start + at - time.monotonic(), 0.2))
+        while (wait := start + at - time.monotonic()) > 0:  # short sleeps, as in _join (the wait read once:
+            time.sleep(min(wait, 0.2))                         # read twice it could turn negative between)
         t = threading.Thread(target=one, args=(req,), daemon=True)
         t.start()
         threads.append(t)
