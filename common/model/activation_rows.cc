@@ -108,21 +108,20 @@ UNMASK_AVX2 void SiluMulF32Avx2(const float* g, const float* u, std::int64_t n, 
 }
 #endif  // UNMASK_HAVE_SLEEF
 
-enum class Form { kNone, kAvx2, kAvx512 };
-Form FormFor(GemmPath path) {
+}  // namespace
+
+SleefForm SleefFormFor(GemmPath path) {
 #ifdef UNMASK_HAVE_SLEEF
   const CpuFeatures& cpu = HostCpuFeatures();
-  if (path == GemmPath::kAvx512 && cpu.avx512f) return Form::kAvx512;
-  if (path != GemmPath::kBlas && cpu.avx2 && cpu.fma) return Form::kAvx2;
+  if (path == GemmPath::kAvx512 && cpu.avx512f) return SleefForm::kAvx512;
+  if (path != GemmPath::kBlas && cpu.avx2 && cpu.fma) return SleefForm::kAvx2;
 #else
   (void)path;
 #endif
-  return Form::kNone;
+  return SleefForm::kNone;
 }
 
-}  // namespace
-
-bool SiluMulRuns(GemmPath path) { return FormFor(path) != Form::kNone; }
+bool SiluMulRuns(GemmPath path) { return SleefFormFor(path) != SleefForm::kNone; }
 
 bool ActivationLoopsBuilt() {
 #ifdef UNMASK_HAVE_SLEEF
@@ -134,20 +133,20 @@ bool ActivationLoopsBuilt() {
 
 bool SiluMulBf16(GemmPath path, const std::uint16_t* gate, const std::uint16_t* up, std::int64_t n,
                  std::uint16_t* out) {
-  switch (FormFor(path)) {
+  switch (SleefFormFor(path)) {
 #ifdef UNMASK_HAVE_SLEEF
-    case Form::kAvx512: SiluMulBf16Avx512(gate, up, n, out); return true;
-    case Form::kAvx2: SiluMulBf16Avx2(gate, up, n, out); return true;
+    case SleefForm::kAvx512: SiluMulBf16Avx512(gate, up, n, out); return true;
+    case SleefForm::kAvx2: SiluMulBf16Avx2(gate, up, n, out); return true;
 #endif
     default: return false;
   }
 }
 
 bool SiluMulF32(GemmPath path, const float* gate, const float* up, std::int64_t n, float* out) {
-  switch (FormFor(path)) {
+  switch (SleefFormFor(path)) {
 #ifdef UNMASK_HAVE_SLEEF
-    case Form::kAvx512: SiluMulF32Avx512(gate, up, n, out); return true;
-    case Form::kAvx2: SiluMulF32Avx2(gate, up, n, out); return true;
+    case SleefForm::kAvx512: SiluMulF32Avx512(gate, up, n, out); return true;
+    case SleefForm::kAvx2: SiluMulF32Avx2(gate, up, n, out); return true;
 #endif
     default: return false;
   }

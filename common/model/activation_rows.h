@@ -32,4 +32,10 @@ bool SiluMulRuns(GemmPath path);
 // Whether this build has the loops at all (it was built with SLEEF).
 bool ActivationLoopsBuilt();
 
+// The vector form the SLEEF-based loops (these, greedy_rows.h) run for `path` on this CPU in this
+// build: AVX-512F for kAvx512 where the CPU has it, else AVX2+FMA for any path but kBlas where it
+// has those, else none.
+enum class SleefForm { kNone, kAvx2, kAvx512 };
+SleefForm SleefFormFor(GemmPath path);
+
 }  // namespace unmask::model

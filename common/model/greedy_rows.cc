@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/model/activation_rows.h"
 #include "common/model/bf16_bits.h"
 
 #ifdef UNMASK_HAVE_SLEEF
@@ -230,17 +231,7 @@ UNMASK_AVX2 double ExpSumAvx2(const T* row, std::int64_t vocab, double m, const 
 }
 #endif  // UNMASK_HAVE_SLEEF
 
-enum class Form { kNone, kAvx2, kAvx512 };
-Form FormFor(GemmPath path) {
-#ifdef UNMASK_HAVE_SLEEF
-  const CpuFeatures& cpu = HostCpuFeatures();
-  if (path == GemmPath::kAvx512 && cpu.avx512f) return Form::kAvx512;
-  if (path != GemmPath::kBlas && cpu.avx2 && cpu.fma) return Form::kAvx2;
-#else
-  (void)path;
-#endif
-  return Form::kNone;
-}
+using Form = SleefForm;
 
 // One row: the scan, then the softmax's max and sum, as greedy_rows.h says.
 template <typename T>
@@ -287,7 +278,7 @@ void Row(Form form, const T* row, std::int64_t vocab, const std::vector<std::int
 template <typename T>
 bool Run(GemmPath path, const T* logits, std::int64_t rows, std::int64_t vocab,
          const std::vector<std::int64_t>& excluded, std::int64_t* x0, double* confidence) {
-  const Form form = FormFor(path);
+  const Form form = SleefFormFor(path);
   if (form == Form::kNone) return false;
   if (rows <= 0 || vocab <= 0) return true;
   at::parallel_for(0, rows, std::max<std::int64_t>(1, 65536 / vocab), [&](std::int64_t begin, std::int64_t end) {
@@ -298,7 +289,7 @@ bool Run(GemmPath path, const T* logits, std::int64_t rows, std::int64_t vocab,
 
 }  // namespace
 
-bool GreedyConfidenceRuns(GemmPath path) { return FormFor(path) != Form::kNone; }
+bool GreedyConfidenceRuns(GemmPath path) { return SleefFormFor(path) != Form::kNone; }
 
 bool GreedyConfidenceF32(GemmPath path, const float* logits, std::int64_t rows, std::int64_t vocab,
                          const std::vector<std::int64_t>& excluded, std::int64_t* x0, double* confidence) {
