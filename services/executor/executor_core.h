@@ -57,18 +57,18 @@ struct CapacityReport {
   std::string compute_precision, compute_reason;  // what the model computes in, and why
 };
 
-// Telemetry: every job that runs gets a span (executor.job, child of JobRequest::trace_context)
-// with a child span per diffusion block (executor.block) that carries one "step" event per
-// diffusion step of the block, with the number of the packed forward it shared ("forward": the
-// same in every job of that forward) and how many jobs shared it ("batch.jobs"); the metrics
-// (when given) get step seconds, jobs per forward, queue wait, run seconds, generated tokens,
-// tokens per second and the memory gauges.
 // How many running jobs one of `workers` takes while `jobs` are running or queued in all: its
 // share, ceil(jobs / workers), at least 1 and at most max_batch. A burst of jobs is spread over
 // the workers (each packs its share into one forward per step) instead of filling the first
 // worker to wake while the others idle; whenever a job waits, some worker is under its share.
 std::size_t WorkerShare(std::size_t jobs, std::size_t workers, std::size_t max_batch);
 
+// Telemetry: every job that runs gets a span (executor.job, child of JobRequest::trace_context)
+// with a child span per diffusion block (executor.block) that carries one "step" event per
+// diffusion step of the block, with the number of the packed forward it shared ("forward": the
+// same in every job of that forward) and how many jobs shared it ("batch.jobs"); the metrics
+// (when given) get step seconds, jobs per forward, queue wait, run seconds, generated tokens,
+// tokens per second and the memory gauges.
 class ExecutorCore {
  public:
   // `tracer` must outlive the core; `metrics` may be null.

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   app.add_option("--workers", f.core.workers,
                  "Threads that each run a batch of jobs (continuous batching: one packed forward per step); 0: one "
                  "per core for a model of d_model <= 512 on a CPU (each forward on one thread), else one")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--intra-op-threads", f.intra_op_threads,
                  "Threads one forward pass uses (0: the cores shared among the workers; LibTorch's own default took one on "

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "common/model/threading.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "services/executor/executor_server.h"
 #include "services/loader/loader_server.h"
@@ -134,9 +135,29 @@ TEST_F(ServerStartTest, ExecutorAttachesThroughAnInProcessLoader) {
   EXPECT_EQ(capacity.executor_id(), "executor-server-start-test");
   ASSERT_EQ(capacity.models_size(), 1);
   EXPECT_EQ(capacity.models(0), "tiny-llada");
+  // --workers 0 (the default): tiny-llada is narrow (d_model 64), so one worker per usable core,
+  // each packing up to --max-batch jobs.
+  EXPECT_EQ(capacity.max_concurrent_jobs(), model::UsableCores() * 8);
 
   (*server)->Shutdown();
   EXPECT_EQ(Check(port, ""), Health::UNKNOWN);
+  (*loader)->Shutdown();
+}
+
+TEST_F(ServerStartTest, ExecutorKeepsTheWorkersItIsGiven) {
+  auto loader = loader::StartLoaderServer(LoaderOptions());
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  executor::ExecutorServerOptions o = ExecutorOptions((*loader)->port());
+  o.core.workers = 1;
+  o.core.max_batch = 3;
+  auto server = executor::StartExecutorServer(o);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto stub = v1::Executor::NewStub(Channel((*server)->port()));
+  grpc::ClientContext ctx;
+  v1::Capacity capacity;
+  ASSERT_TRUE(stub->GetCapacity(&ctx, v1::GetCapacityRequest(), &capacity).ok());
+  EXPECT_EQ(capacity.max_concurrent_jobs(), 3);
+  (*server)->Shutdown();
   (*loader)->Shutdown();
 }
 
