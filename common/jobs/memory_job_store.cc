@@ -16,7 +16,10 @@ void MemoryJobStore::PurgeLocked(std::int64_t now) {
     if (tagged[0] == 'j') {
       auto it = jobs_.find(name);
       // A job's expiry is only ever set once (when it finishes), so a match means it is due.
-      if (it != jobs_.end() && it->second.expires_at_ms == node.key()) jobs_.erase(it);
+      if (it != jobs_.end() && it->second.expires_at_ms == node.key()) {
+        it->second.events_cv->notify_all();  // a reader still waiting sees it gone
+        jobs_.erase(it);
+      }
     } else {
       auto it = idempotency_.find(name);
       if (it != idempotency_.end() && it->second.expires_at_ms <= now) idempotency_.erase(it);
@@ -69,7 +72,7 @@ void MemoryJobStore::FinishLocked(Job& job, JobState state, std::int64_t now) {
   job.delivery_id.clear();
   job.expires_at_ms = now + options_.result_ttl_ms;
   expiries_.emplace(job.expires_at_ms, "j" + job.record.job_id);
-  events_cv_.notify_all();
+  job.events_cv->notify_all();
 }
 
 StatusOr<SubmitResult> MemoryJobStore::Submit(const JobRecord& record) {

@@ -1,5 +1,5 @@
 // MemoryJobStore: the embedded default for one machine. Same semantics as RedisJobStore, held
-// in this process under one mutex; blocking claims and event reads wait on condition variables.
+// in this process under one mutex; blocking claims wait on one condition variable, event reads on their job's.
 // Jobs do not survive a restart (kDescription says so; the scheduler prints it at start-up).
 //
 // Terminal jobs and idempotency keys are removed lazily once their TTL (measured with the
@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -69,6 +70,9 @@ class MemoryJobStore final : public JobStore {
     std::int64_t last_seen_ms = 0;  // claim or heartbeat; the reaper's idle time
     std::vector<std::string> events;
     std::int64_t expires_at_ms = 0;  // 0 while live
+    // Readers of this job's events wait here, so an event wakes only them. Shared: a waiter keeps
+    // it while the job is purged under it.
+    std::shared_ptr<std::condition_variable> events_cv = std::make_shared<std::condition_variable>();
   };
   // Orders the queue: higher priority first, then submit (or requeue) order.
   using QueueKey = std::pair<int, std::uint64_t>;
@@ -84,8 +88,7 @@ class MemoryJobStore final : public JobStore {
 
   const JobStoreOptions options_;
   std::mutex mu_;
-  std::condition_variable queue_cv_;   // a job was queued
-  std::condition_variable events_cv_;  // an event was appended or a job finished
+  std::condition_variable queue_cv_;  // a job was queued
   std::unordered_map<std::string, Job> jobs_;
   std::map<QueueKey, std::string> queue_;
   std::set<std::string> running_;

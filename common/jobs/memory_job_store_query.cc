@@ -70,7 +70,7 @@ StatusOr<std::int64_t> MemoryJobStore::AppendEvent(const std::string& job_id,
                                    JobStateName(job->record.state) + ")");
   }
   job->events.push_back(event);
-  events_cv_.notify_all();
+  job->events_cv->notify_all();
   return static_cast<std::int64_t>(job->events.size() - 1);
 }
 
@@ -93,8 +93,9 @@ StatusOr<EventBatch> MemoryJobStore::ReadEvents(const std::string& job_id, std::
       batch.finished = terminal && end >= size;
       return batch;
     }
+    const std::shared_ptr<std::condition_variable> cv = job->events_cv;
     ++waiting_;
-    const std::cv_status waited = events_cv_.wait_until(lock, wait_until);
+    const std::cv_status waited = cv->wait_until(lock, wait_until);
     --waiting_;
     if (waited == std::cv_status::timeout) {
       // One last look, so an event that raced the timeout is not reported as a timeout.
