@@ -142,8 +142,12 @@ void JobDispatcher::Stop() {
 void JobDispatcher::ClaimLoop() {
   while (!stop_) {
     if (!Reserve()) {  // every executor full: the job stays queued until a slot frees
-      pool_.WaitForRoom(std::chrono::milliseconds(50));
-      continue;
+      std::lock_guard<std::mutex> one_waiter(room_waiter_mu_);
+      if (!stop_ && !Reserve()) {
+        pool_.WaitForRoom(std::chrono::milliseconds(50));
+        continue;
+      }
+      if (stop_) break;
     }
     auto claimed = store_.Claim(options_.consumer_id, 200);
     if (!claimed.ok() || !*claimed) Unreserve();

@@ -88,6 +88,9 @@ class JobDispatcher {
   Dispatcher picker_;
   std::mutex picker_mu_;
   int reserved_ = 0;  // under picker_mu_: jobs taken from the queue and not yet sent (Reserve)
+  // Held by the one claim thread that waits for an executor slot; the others wait for it here,
+  // asleep, so a freed slot wakes one claimer instead of every idle thread.
+  std::mutex room_waiter_mu_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };
