@@ -158,7 +158,7 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   r.set_deadline_seconds(f.deadline);
   r.set_idempotency_key(f.idempotency_key);
   r.set_n(f.n == 1 ? 0 : f.n);  // 1 is the default: the request as it was before n
-  r.set_partial_text(!f.json && !f.no_live && ::isatty(1) && f.n <= 1);
+  r.set_partial_text(!f.json && !f.no_live && ::isatty(1));  // what the live view draws, each choice its own
   return r;
 }
 

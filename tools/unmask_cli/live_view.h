@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "unmask/v1/scheduler.pb.h"
 
@@ -11,20 +12,32 @@ namespace unmask::cli {
 
 class LiveView {
  public:
-  // `choices` > 1: the events of several choices interleave, so nothing is redrawn in place and
-  // every line starts with its choice ("[choice 1] ").
+  // `choices` > 1: the events of several choices interleave. Every line then starts with its
+  // choice ("[choice 1] "); on a terminal each running choice keeps its own text, redrawn in place
+  // below the lines already printed, and a finished choice's result is printed above them.
   LiveView(std::ostream& out, bool terminal, int choices = 1)
-      : out_(out), terminal_(terminal && choices <= 1), tagged_(choices > 1) {}
-  // Returns false when the event ends the job.
+      : out_(out), terminal_(terminal), tagged_(choices > 1), live_(static_cast<std::size_t>(choices < 1 ? 1 : choices)) {}
+  // Returns false when the event ends its choice's job.
   bool OnEvent(const v1::JobEvent& event);
   int exit_code() const { return exit_code_; }
 
  private:
-  void Redraw(const std::string& text);
+  // A choice's latest step, shown while it runs.
+  struct Live {
+    std::string text;
+    std::int64_t step = 0, block = 0;
+    bool shown = false;  // has a step to show and has not ended
+  };
+  Live& LiveOf(std::int64_t index);
+  // Lines that stay: the drawn choices are erased, the lines written, the choices drawn again.
+  void Print(const std::string& lines);
+  void Erase();
+  void Draw();
 
   std::ostream& out_;
   bool terminal_;
   bool tagged_;
+  std::vector<Live> live_;  // by choice index
   std::size_t drawn_lines_ = 0;
   int exit_code_ = 0;
 };
