@@ -116,6 +116,16 @@ TEST(LiveViewTest, OffATerminalNothingIsRedrawnAndLinesAreTagged) {
   EXPECT_THAT(out.str(), HasSubstr("[choice 1] bbbb\n"));
 }
 
+TEST(LiveViewTest, StepsWithoutTextDrawNothing) {  // --no-live, or a watched job submitted without text
+  std::ostringstream out;
+  LiveView view(out, /*terminal=*/true);
+  view.OnEvent(Step(0, 0, ""));
+  view.OnEvent(Step(0, 1, ""));
+  EXPECT_EQ(out.str(), "");
+  view.OnEvent(Completed(0, "done"));
+  EXPECT_THAT(Screen(out.str()), HasSubstr("done\n"));
+}
+
 TEST(LiveViewTest, AnIndexPastTheChoicesIsShownNotACrash) {
   std::ostringstream out;
   LiveView view(out, /*terminal=*/true, 2);

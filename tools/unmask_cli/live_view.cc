@@ -72,7 +72,9 @@ bool LiveView::OnEvent(const v1::JobEvent& ev) {
       Print(tag + "running on " + ev.started().executor() + "\n");
       return true;
     case v1::JobEvent::kStep:
-      if (terminal_) {
+      // No text: the request did not ask for it (--no-live, or a job watched that was submitted
+      // without it), so there is nothing to redraw.
+      if (terminal_ && !ev.step().partial_text().empty()) {
         Live& c = LiveOf(ev.index());
         c.text = ev.step().partial_text();
         c.step = ev.step().step();
