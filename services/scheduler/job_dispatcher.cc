@@ -141,15 +141,14 @@ void JobDispatcher::Stop() {
 
 void JobDispatcher::ClaimLoop() {
   while (!stop_) {
+    std::unique_lock<std::mutex> turn(claim_turn_);
+    if (stop_) break;
     if (!Reserve()) {  // every executor full: the job stays queued until a slot frees
-      std::lock_guard<std::mutex> one_waiter(room_waiter_mu_);
-      if (!stop_ && !Reserve()) {
-        pool_.WaitForRoom(std::chrono::milliseconds(50));
-        continue;
-      }
-      if (stop_) break;
+      pool_.WaitForRoom(std::chrono::milliseconds(50));
+      continue;
     }
     auto claimed = store_.Claim(options_.consumer_id, 200);
+    turn.unlock();
     if (!claimed.ok() || !*claimed) Unreserve();
     if (!claimed.ok()) {
       if (claimed.status().code() != StatusCode::kDataLoss) {

@@ -88,9 +88,10 @@ class JobDispatcher {
   Dispatcher picker_;
   std::mutex picker_mu_;
   int reserved_ = 0;  // under picker_mu_: jobs taken from the queue and not yet sent (Reserve)
-  // Held by the one claim thread that waits for an executor slot; the others wait for it here,
-  // asleep, so a freed slot wakes one claimer instead of every idle thread.
-  std::mutex room_waiter_mu_;
+  // The turn to look for work: the one thread holding it waits for an executor slot, then for a
+  // job; the other idle threads sleep here. So a freed slot or a new job wakes one thread, not
+  // every idle one (each woken claimer would run the store's claim, a script on Redis).
+  std::mutex claim_turn_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };
