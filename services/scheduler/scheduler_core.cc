@@ -344,6 +344,9 @@ Status SchedulerCore::Watch(const std::string& job_id, const std::function<bool(
       emit(TerminalEventFromRecord(record));
       return OkStatus();
     }
+    // A queue position only while the job waits (a wait that brought no events): a running job's
+    // steps would each cost a lookup in the store for nothing.
+    if (!batch.events.empty()) continue;
     auto position = store_.Position(job_id);
     if (position.ok() && *position != last_position) {
       last_position = *position;
