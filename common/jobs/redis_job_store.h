@@ -97,6 +97,10 @@ class RedisJobStore final : public JobStore {
   Status Touch(const DeliveryHandle& handle, const std::string* executor);
   StatusOr<std::vector<JobRecord>> FetchRecords(const std::vector<std::string>& ids,
                                                 std::vector<std::string>* missing);
+  // ReadEvents' parts: the state after a wait that brought nothing, and the entries read.
+  StatusOr<EventBatch> WaitedInVain(const std::string& job_id, EventBatch batch);
+  StatusOr<EventBatch> ParseEventEntries(const std::string& job_id, const redisReply* entries,
+                                         EventBatch batch);
 
   const RedisJobStoreOptions options_;
   RedisClient client_;

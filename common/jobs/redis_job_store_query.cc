@@ -161,15 +161,27 @@ StatusOr<EventBatch> RedisJobStore::ReadEvents(const std::string& job_id, std::i
   if (!IsValidJobId(job_id)) return NotFoundError("job " + job_id + ": not found");
   const std::string key = EventsKey(job_id);
   const std::string count = std::to_string(kMaxEventBatch);
+  EventBatch batch;
+  batch.next_index = from_index;
+  RedisReplyPtr woke;
+  if (from_index > 0 && block_ms > 0) {
+    // A reader past the job's first events follows a job it has seen: XREAD answers at once
+    // when the next events are there (a finished job's end marker included), so a stream of
+    // steps costs one command each. The job's state is looked at only when the wait ran out.
+    UNMASK_ASSIGN_OR_RETURN(
+        woke, client_.Command({"XREAD", "COUNT", count, "BLOCK", std::to_string(block_ms),
+                               "STREAMS", key, "0-" + std::to_string(from_index)},
+                              block_ms));
+    if (IsErrorReply(woke.get())) return ErrorReplyStatus("XREAD", woke.get());
+    if (IsNilReply(woke.get())) return WaitedInVain(job_id, std::move(batch));
+    return ParseEventEntries(job_id, ReplyElement(ReplyElement(woke.get(), 0), 1), std::move(batch));
+  }
   // Event i is entry 0-(i+1): XRANGE from 0-(from+1), or XREAD after 0-from.
   UNMASK_ASSIGN_OR_RETURN(
       RedisReplyPtr range,
       client_.Command({"XRANGE", key, "0-" + std::to_string(from_index + 1), "+", "COUNT", count}));
   if (IsErrorReply(range.get())) return ErrorReplyStatus("XRANGE", range.get());
   const redisReply* entries = range.get();
-  RedisReplyPtr woke;
-  EventBatch batch;
-  batch.next_index = from_index;
   if (ReplyArraySize(entries) == 0) {
     // Nothing yet: a finished job has nothing more to give; otherwise wait. The end marker a
     // finishing job appends wakes the XREAD, so checking the state first loses nothing.
@@ -192,6 +204,23 @@ StatusOr<EventBatch> RedisJobStore::ReadEvents(const std::string& job_id, std::i
     // XREAD answers [[key, [entries]]].
     entries = ReplyElement(ReplyElement(woke.get(), 0), 1);
   }
+  return ParseEventEntries(job_id, entries, std::move(batch));
+}
+
+// No event came within the wait: finished (a job whose end marker the reader has already passed),
+// gone, or simply still running.
+StatusOr<EventBatch> RedisJobStore::WaitedInVain(const std::string& job_id, EventBatch batch) {
+  UNMASK_ASSIGN_OR_RETURN(RedisReplyPtr state, client_.Command({"HGET", JobKey(job_id), "state"}));
+  if (IsErrorReply(state.get())) return NotAHash(job_id, ErrorReplyStatus("HGET", state.get()));
+  if (IsNilReply(state.get())) return NotFoundError("job " + job_id + ": not found");
+  const std::optional<JobState> parsed = ParseJobState(ReplyString(state.get()));
+  batch.finished = parsed && IsTerminal(*parsed);
+  return batch;
+}
+
+// Entries 0-k of a job's event log (event k-1 each), up to its end marker, after `batch`'s.
+StatusOr<EventBatch> RedisJobStore::ParseEventEntries(const std::string& job_id, const redisReply* entries,
+                                                      EventBatch batch) {
   for (std::size_t i = 0; i < ReplyArraySize(entries); ++i) {
     const redisReply* entry = entries->element[i];
     const std::string id = ReplyString(ReplyElement(entry, 0));

@@ -65,6 +65,27 @@ TYPED_TEST(JobEventsTest, BlockedReaderWakesOnAppend) {
   EXPECT_EQ(batch->events, std::vector<std::string>{"step 1"});
 }
 
+TYPED_TEST(JobEventsTest, AReaderFollowingARunningJobGetsEachNextEventAndWaitsWhenThereIsNone) {
+  const std::string id = this->MustSubmit(this->NewJob());
+  ClaimedJob claimed = this->MustClaim();
+  for (const char* e : {"started", "step 1", "step 2"}) ASSERT_TRUE(this->store().AppendEvent(id, e).ok());
+  auto next = this->replica().ReadEvents(id, 1, 20'000);  // there already: no wait
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->events, (std::vector<std::string>{"step 1", "step 2"}));
+  EXPECT_EQ(next->next_index, 3);
+  EXPECT_FALSE(next->finished);
+  auto none = this->replica().ReadEvents(id, 3, 50);  // running, nothing new: empty, not finished
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->events.empty());
+  EXPECT_EQ(none->next_index, 3);
+  EXPECT_FALSE(none->finished);
+  ASSERT_TRUE(this->store().Complete(id, claimed.handle, "result").ok());
+  auto end = this->replica().ReadEvents(id, 3, 20'000);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_TRUE(end->events.empty());
+  EXPECT_TRUE(end->finished);
+}
+
 TYPED_TEST(JobEventsTest, FinishingAJobClosesItsLogAndWakesReaders) {
   const std::string id = this->MustSubmit(this->NewJob());
   ClaimedJob claimed = this->MustClaim();
@@ -111,6 +132,8 @@ TYPED_TEST(JobEventsTest, FinishedJobsAreKeptForTheResultTtlThenRemoved) {
 
   ASSERT_TRUE(this->WaitUntilRemoved(id, kShortTtlMs));
   EXPECT_EQ(this->store().ReadEvents(id, 0, 0).status().code(), StatusCode::kNotFound);
+  // A reader that had followed it (past its first events, waiting for more) is told so too.
+  EXPECT_EQ(this->store().ReadEvents(id, 1, 50).status().code(), StatusCode::kNotFound);
   // The idempotency key no longer points at a live job: a new submit makes a new job.
   auto again = this->store().Submit(job);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
