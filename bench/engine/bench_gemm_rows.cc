@@ -54,7 +54,8 @@ double Median(std::vector<double> v) {
 }
 
 // The core's peak: 12 independent accumulators, so throughput, not latency, bounds the loop. (No
-// lambdas inside: a lambda does not take its function's target attribute.)
+// lambdas inside: a lambda does not take its function's target attribute; and three loops rather
+// than one template, because a function's target attributes cannot follow its template arguments.)
 constexpr long kPeakIterations = 20'000'000;
 
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) double PeakBf16() {

@@ -148,19 +148,19 @@ void JobDispatcher::ClaimLoop() {
       continue;
     }
     auto claimed = store_.Claim(options_.consumer_id, 200);
-    turn.unlock();
     if (!claimed.ok() || !*claimed) Unreserve();
     if (!claimed.ok()) {
       if (claimed.status().code() != StatusCode::kDataLoss) {
         telemetry::Log(telemetry::LogLevel::kWarn, {}, {}, "claim failed", {{"error", claimed.status().ToString()}});
+        // With the turn held: while the store fails, one retry every half second, not one a thread.
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
       }
       continue;
     }
-    if (*claimed) {
-      UpdateQueueDepth();
-      RunJob(**claimed);
-    }
+    if (!*claimed) continue;
+    turn.unlock();
+    UpdateQueueDepth();
+    RunJob(**claimed);
   }
 }
 
