@@ -6,16 +6,7 @@
 #include <cstdint>
 
 #include "common/model/bf16_bits.h"
-
-#ifdef UNMASK_HAVE_SLEEF
-// SLEEF's expf at the two widths ATen's CPU vectors use (libsleef3, the library LibTorch links).
-// Declared here rather than through <sleef.h>, which declares each width only when the whole file
-// is compiled for it; these forms are selected per function at run time instead.
-extern "C" {
-__attribute__((target("avx512f"))) __m512 Sleef_expf16_u10avx512f(__m512);
-__attribute__((target("avx2,fma"))) __m256 Sleef_expf8_u10avx2(__m256);
-}
-#endif
+#include "common/model/sleef_forms.h"
 
 namespace unmask::model {
 namespace {

@@ -9,12 +9,7 @@
 
 #include "common/model/bf16_bits.h"
 #include "common/model/cpu_features.h"
-
-#ifdef UNMASK_HAVE_SLEEF
-extern "C" {
-__attribute__((target("avx512f"))) __m512 Sleef_expf16_u10avx512f(__m512);
-}
-#endif
+#include "common/model/sleef_forms.h"
 
 namespace unmask::model {
 namespace {

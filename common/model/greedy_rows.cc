@@ -13,15 +13,7 @@
 
 #include "common/model/activation_rows.h"
 #include "common/model/bf16_bits.h"
-
-#ifdef UNMASK_HAVE_SLEEF
-// SLEEF's float64 exp at the two widths ATen's CPU vectors use (see activation_rows.cc for why
-// these are declared here).
-extern "C" {
-__attribute__((target("avx512f"))) __m512d Sleef_expd8_u10avx512f(__m512d);
-__attribute__((target("avx2,fma"))) __m256d Sleef_expd4_u10avx2(__m256d);
-}
-#endif
+#include "common/model/sleef_forms.h"
 
 namespace unmask::model {
 namespace {
