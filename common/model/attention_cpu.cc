@@ -9,6 +9,7 @@
 
 #include "common/model/bf16_bits.h"
 #include "common/model/cpu_features.h"
+#include "common/model/lane_reduce.h"
 #include "common/model/sleef_forms.h"
 
 namespace unmask::model {
@@ -92,15 +93,15 @@ UNMASK_AVX512 void Scores(const AttentionHead& h, std::int64_t row0, std::int64_
 // A row of scores made its softmax's numerators exp(s - max); returns their sum.
 UNMASK_AVX512 float Exponentiate(float* s, std::int64_t padded) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (std::int64_t j = 0; j < padded; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + j));
-  const __m512 max_v = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+  for (std::int64_t j = 0; j < padded; j += 16) m = lane_reduce::Max(m, _mm512_loadu_ps(s + j));
+  const __m512 max_v = _mm512_set1_ps(lane_reduce::Max16(m));
   __m512 sum = _mm512_setzero_ps();
   for (std::int64_t j = 0; j < padded; j += 16) {
     const __m512 e = Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_loadu_ps(s + j), max_v));
     _mm512_storeu_ps(s + j, e);
     sum = _mm512_add_ps(sum, e);
   }
-  return _mm512_reduce_add_ps(sum);
+  return lane_reduce::Sum16(sum);
 }
 
 // out_r = (sum_j p_r[j] v_j) / total_r for R rows, dims [d0, d0 + 16 * chunks), rounded to bf16.

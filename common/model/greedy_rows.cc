@@ -13,6 +13,7 @@
 
 #include "common/model/activation_rows.h"
 #include "common/model/bf16_bits.h"
+#include "common/model/lane_reduce.h"
 #include "common/model/sleef_forms.h"
 
 namespace unmask::model {
@@ -100,14 +101,14 @@ UNMASK_AVX512 RowMax ScanAvx512(const T* row, std::int64_t vocab) {
   for (std::int64_t i = 0; i < vocab; i += 16) {
     const __m512 v = Load16(row, i, vocab, buf);
     nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    vmax = _mm512_max_ps(vmax, v);
+    vmax = lane_reduce::Max(vmax, v);
   }
   RowMax r;
   if (nan != 0) {
     r.max = std::numeric_limits<float>::quiet_NaN();
     return r;
   }
-  r.max = _mm512_reduce_max_ps(vmax);
+  r.max = lane_reduce::Max16(vmax);
   const __m512 want = _mm512_set1_ps(r.max);
   for (std::int64_t i = 0; i < vocab; i += 16) {
     const __mmask16 hit = _mm512_cmp_ps_mask(Load16(row, i, vocab, buf), want, _CMP_EQ_OQ);
@@ -133,8 +134,9 @@ UNMASK_AVX512 double ExpSumAvx512(const T* row, std::int64_t vocab, double m, co
       MaskExcluded(i, excluded, buf);
       v = _mm512_loadu_ps(buf);
     }
-    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    // (The all-lanes masked forms: GCC 12's unmasked ones pass an "undefined" source.)
+    const __m512d lo = _mm512_maskz_cvtps_pd(0xFF, lane_reduce::Half<0>(v));
+    const __m512d hi = _mm512_maskz_cvtps_pd(0xFF, lane_reduce::Half<1>(v));
     acc = _mm512_add_pd(acc, Sleef_expd8_u10avx512f(_mm512_sub_pd(lo, mv)));
     acc = _mm512_add_pd(acc, Sleef_expd8_u10avx512f(_mm512_sub_pd(hi, mv)));
   }

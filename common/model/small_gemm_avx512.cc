@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/model/bf16_bits.h"
+#include "common/model/lane_reduce.h"
 #include "common/model/small_gemm_tiles.h"
 
 namespace unmask::model::small_gemm_internal {
@@ -20,9 +21,9 @@ constexpr int kRowsW = 4;  // W-rows per tile
 
 // W's 16 values at p as float32: stored so, or bf16 bits widened (zero-extend, shift left 16).
 UNMASK_AVX512 inline __m512 LoadW(const float* p) { return _mm512_loadu_ps(p); }
-// (The all-lanes masked forms here and in LaneSum: GCC 12's unmasked ones pass an "undefined"
-// source that -Wmaybe-uninitialized reports.)
-constexpr __mmask16 kAll = 0xFFFF;
+// (The all-lanes masked forms: GCC 12's unmasked ones pass an "undefined" source that
+// -Wmaybe-uninitialized reports; see lane_reduce.h.)
+constexpr __mmask16 kAll = lane_reduce::kAllLanes;
 UNMASK_AVX512 inline __m512 LoadW(const std::uint16_t* p) { return bf16_simd::Widen16(p); }
 // The first r < 16 values, zeros after them. (AVX-512F has no 16-bit masked load, so the bf16
 // tail goes through a zeroed copy; it runs once per row and tile.)
@@ -35,18 +36,9 @@ UNMASK_AVX512 inline __m512 LoadWTail(const std::uint16_t* p, int r, __mmask16 /
   return LoadW(part);
 }
 
-// The sum of the 16 lanes, in a fixed order.
-UNMASK_AVX512 inline float LaneSum(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0x4E));  // + the other 256-bit half
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0xB1));  // + the neighbouring 128-bit lane
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll, v, 0x4E));        // + the other pair in the lane
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll, v, 0xB1));        // + the neighbour
-  return _mm512_cvtss_f32(v);
-}
-
-// LaneSum of 16 accumulators at once, each summed in LaneSum's order (the same pairs added at each
+// lane_reduce::Sum16 of 16 accumulators at once, each summed in Sum16's order (the same pairs added at each
 // of its four steps, so the same bits), about 45 instructions instead of 16 x 8: at K = 256 the
-// one-by-one sums were as many instructions as the products. LaneSum(a[i]) is left in lane
+// one-by-one sums were as many instructions as the products. Sum16(a[i]) is left in lane
 // 4 * (i % 4) + i / 4 of the result (InOrder puts it in lane i).
 UNMASK_AVX512 inline __m512 LaneSums16Vector(const __m512 (&a)[16]) {
   __m512 s[8], r[4], q[2];
@@ -85,7 +77,7 @@ UNMASK_AVX512 inline void StoreLanes(__m512 z, std::uint16_t (&lanes)[16]) {
 inline void Put(float* y, float v) { *y = v; }
 inline void Put(std::uint16_t* y, float v) { *y = RoundBf16(v); }
 
-// y[m * ldy + n] = LaneSum(acc[m][n]), in groups of 16 where there are at least 4.
+// y[m * ldy + n] = lane_reduce::Sum16(acc[m][n]), in groups of 16 where there are at least 4.
 template <int MT, int NT, typename Y>
 UNMASK_AVX512 inline void StoreSums(const __m512 (&acc)[MT][NT], Y* y, std::int64_t ldy) {
   constexpr int kCount = MT * NT;
@@ -93,7 +85,7 @@ UNMASK_AVX512 inline void StoreSums(const __m512 (&acc)[MT][NT], Y* y, std::int6
 #pragma GCC unroll 8
     for (int m = 0; m < MT; ++m)
 #pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) Put(y + m * ldy + n, LaneSum(acc[m][n]));
+      for (int n = 0; n < NT; ++n) Put(y + m * ldy + n, lane_reduce::Sum16(acc[m][n]));
   } else {
 #pragma GCC unroll 2
     for (int first = 0; first < kCount; first += 16) {

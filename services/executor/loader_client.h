@@ -35,7 +35,7 @@ struct AttachOptions {
   // Ask the loader to load the model first (idempotent). False after a forced unload: attach
   // only when somebody loaded the model again, rather than undo the unload.
   bool load = true;
-  std::optional<tls::ClientTlsMaterial> loader_tls;  // how to reach the loader; std::nullopt: plaintext
+  std::optional<tls::ClientTlsMaterial> loader_tls{};  // how to reach the loader; std::nullopt: plaintext
 };
 
 class LoaderLease {

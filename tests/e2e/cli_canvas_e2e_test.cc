@@ -51,7 +51,7 @@ void ExpectLogprobs(const json& entries, std::size_t k) {
       EXPECT_LE(Real(t, "logprob"), 1e-6) << e;
       previous = Real(t, "logprob");
     }
-    if (k > 0) EXPECT_LE(Real(e, "logprob"), Real(top[0], "logprob") + 1e-5) << e;
+    if (k > 0) { EXPECT_LE(Real(e, "logprob"), Real(top[0], "logprob") + 1e-5) << e; }
   }
 }
 
@@ -90,7 +90,7 @@ TEST_F(CliCanvasEndToEndTest, ATemplateFileIsFilledKeepingItsTextAndTheEngineAgr
     const std::int64_t pos = Int(lp[i], "position");
     ASSERT_LT(pos, static_cast<std::int64_t>(ids.size()));
     EXPECT_EQ(Int(lp[i], "token"), ids[pos]) << lp[i];
-    if (i > 0) EXPECT_GT(pos, Int(lp[i - 1], "position"));
+    if (i > 0) { EXPECT_GT(pos, Int(lp[i - 1], "position")); }
   }
   ExpectLogprobs(lp, 2);
 

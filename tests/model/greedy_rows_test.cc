@@ -97,7 +97,7 @@ TEST_P(GreedyRowsTest, GivesAtensPickAndConfidence) {
       GTEST_SKIP() << "this CPU or build does not run the " << GemmPathName(path) << " loop";
     }
     ExpectClose(got, Aten(l));
-    if (vocab > 7) EXPECT_EQ(got.confidence[2], 1.0);
+    if (vocab > 7) { EXPECT_EQ(got.confidence[2], 1.0); }
   }
 }
 

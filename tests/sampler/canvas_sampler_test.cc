@@ -110,8 +110,8 @@ void ExpectLogprobsConsistent(const sampler::TokenLogprob& lp, double temperatur
   for (std::size_t k = 0; k < lp.top.size(); ++k) {
     EXPECT_LE(lp.top[k].second, 1e-6);
     mass += std::exp(lp.top[k].second);
-    if (k > 0) EXPECT_GE(lp.top[k - 1].second, lp.top[k].second) << "top-k not sorted";
-    if (lp.top[k].first == lp.token) EXPECT_NEAR(lp.top[k].second, lp.logprob, 1e-6);
+    if (k > 0) { EXPECT_GE(lp.top[k - 1].second, lp.top[k].second) << "top-k not sorted"; }
+    if (lp.top[k].first == lp.token) { EXPECT_NEAR(lp.top[k].second, lp.logprob, 1e-6); }
   }
   EXPECT_LE(mass, 1 + 1e-5);
   EXPECT_LE(lp.logprob, lp.top[0].second + 1e-6);
@@ -155,7 +155,7 @@ TEST_P(CanvasSamplerTest, ATemplateKeepsEveryFixedTokenAndFillsEveryHole) {
   for (std::int64_t i = 0; i < kGen; ++i) {
     const bool hole = prompts.canvas.region[i] == generation::kHole;
     EXPECT_EQ(result.logprobs[0][i].has_value(), hole) << i;
-    if (hole && result.logprobs[0][i]) EXPECT_EQ(result.logprobs[0][i]->token, result.output[0][i]);
+    if (hole && result.logprobs[0][i]) { EXPECT_EQ(result.logprobs[0][i]->token, result.output[0][i]); }
   }
 }
 

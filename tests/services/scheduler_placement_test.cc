@@ -148,7 +148,7 @@ void ExpectEarlyStopEverywhere(SchedulerCore& core, const v1::StoredJob& stored,
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   for (const v1::GenerationParams* p : {&accepted.params(), &stored.run().params(), &stored.accepted().params(), &info->params()}) {
     ASSERT_EQ(p->has_early_stop(), expected.has_value()) << p->DebugString();
-    if (expected) EXPECT_EQ(p->early_stop(), *expected) << p->DebugString();
+    if (expected) { EXPECT_EQ(p->early_stop(), *expected) << p->DebugString(); }
   }
 }
 

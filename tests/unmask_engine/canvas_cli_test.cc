@@ -48,7 +48,7 @@ void ExpectLogprobs(const json& entries, std::size_t k) {
       EXPECT_TRUE(t.contains("text")) << e;  // the kjv model has a tokenizer
       previous = t["logprob"].get<double>();
     }
-    if (k > 0) EXPECT_LE(e["logprob"].get<double>(), e["top"][0]["logprob"].get<double>() + 1e-5) << e;
+    if (k > 0) { EXPECT_LE(e["logprob"].get<double>(), e["top"][0]["logprob"].get<double>() + 1e-5) << e; }
   }
 }
 
