@@ -44,8 +44,9 @@ UNMASK_AVX2 inline float LaneSum(__m256 v) {
 }
 
 // y[m][n] for MT rows of x and NT rows of w. Every element is the 8-lane sum, over k in steps of
-// 8, of x * w, reduced once at the end: the order depends on neither MT nor NT.
-template <int MT, int NT, typename W>
+// 8, of x * w, reduced once at the end: the order depends on neither MT nor NT. With kPrefetch,
+// the next NT rows of w are fetched into cache along the way (as the AVX-512 tiles do).
+template <int MT, int NT, bool kPrefetch = false, typename W>
 UNMASK_AVX2 inline void Tile(const float* x, std::int64_t K, const W* w, float* y, std::int64_t ldy) {
   __m256 acc[MT][NT];
 #pragma GCC unroll 4
@@ -57,6 +58,10 @@ UNMASK_AVX2 inline void Tile(const float* x, std::int64_t K, const W* w, float* 
     __m256 wv[NT];
 #pragma GCC unroll 3
     for (int n = 0; n < NT; ++n) wv[n] = LoadW(w + n * K + k);
+    if constexpr (kPrefetch) {
+#pragma GCC unroll 3
+      for (int n = 0; n < NT; ++n) _mm_prefetch(reinterpret_cast<const char*>(w + (NT + n) * K + k), _MM_HINT_T0);
+    }
 #pragma GCC unroll 4
     for (int m = 0; m < MT; ++m) {
       const __m256 xv = _mm256_loadu_ps(x + m * K + k);
@@ -83,19 +88,27 @@ UNMASK_AVX2 inline void Tile(const float* x, std::int64_t K, const W* w, float* 
     for (int n = 0; n < NT; ++n) y[m * ldy + n] = LaneSum(acc[m][n]);
 }
 
-// All rows of x against NT rows of w.
-template <int NT, typename W>
-UNMASK_AVX2 void AllRowsOfX(const float* x, std::int64_t M, std::int64_t K, const W* w, float* y, std::int64_t ldy) {
-  std::int64_t m = 0;
-  for (; m + kRowsX <= M; m += kRowsX) Tile<kRowsX, NT>(x + m * K, K, w, y + m * ldy, ldy);
-  const float* xr = x + m * K;
-  float* yr = y + m * ldy;
-  switch (M - m) {
-    case 3: Tile<3, NT>(xr, K, w, yr, ldy); break;
-    case 2: Tile<2, NT>(xr, K, w, yr, ldy); break;
-    case 1: Tile<1, NT>(xr, K, w, yr, ldy); break;
+// Tiles of the last rows < kRowsX of x.
+template <int NT, bool kPrefetch, typename W>
+UNMASK_AVX2 inline void LastRowsOfX(std::int64_t rows, const float* x, std::int64_t K, const W* w, float* y,
+                                    std::int64_t ldy) {
+  switch (rows) {
+    case 3: Tile<3, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 2: Tile<2, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 1: Tile<1, NT, kPrefetch>(x, K, w, y, ldy); break;
     default: break;
   }
+}
+
+// All rows of x against NT rows of w; the first x-tile fetches the next w rows (see
+// small_gemm_avx512.cc's AllRowsOfX).
+template <int NT, typename W>
+UNMASK_AVX2 void AllRowsOfX(const float* x, std::int64_t M, std::int64_t K, const W* w, float* y, std::int64_t ldy) {
+  if (M < kRowsX) return LastRowsOfX<NT, true>(M, x, K, w, y, ldy);
+  Tile<kRowsX, NT, true>(x, K, w, y, ldy);
+  std::int64_t m = kRowsX;
+  for (; m + kRowsX <= M; m += kRowsX) Tile<kRowsX, NT>(x + m * K, K, w, y + m * ldy, ldy);
+  LastRowsOfX<NT, false>(M - m, x + m * K, K, w, y + m * ldy, ldy);
 }
 
 template <typename W>

@@ -109,8 +109,9 @@ UNMASK_AVX512 inline void StoreSums(const __m512 (&acc)[MT][NT], Y* y, std::int6
 }
 
 // y[m][n] for MT rows of x and NT rows of w. Every element is the 16-lane sum, over k in steps
-// of 16, of x * w, reduced once at the end: the order depends on neither MT nor NT.
-template <int MT, int NT, typename W>
+// of 16, of x * w, reduced once at the end: the order depends on neither MT nor NT. With
+// kPrefetch, the next NT rows of w (w + NT * K) are fetched into cache along the way.
+template <int MT, int NT, bool kPrefetch = false, typename W>
 UNMASK_AVX512 inline void Tile(const float* x, std::int64_t K, const W* w, float* y, std::int64_t ldy) {
   __m512 acc[MT][NT];
 #pragma GCC unroll 8
@@ -122,6 +123,10 @@ UNMASK_AVX512 inline void Tile(const float* x, std::int64_t K, const W* w, float
     __m512 wv[NT];
 #pragma GCC unroll 4
     for (int n = 0; n < NT; ++n) wv[n] = LoadW(w + n * K + k);
+    if constexpr (kPrefetch) {
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) _mm_prefetch(reinterpret_cast<const char*>(w + (NT + n) * K + k), _MM_HINT_T0);
+    }
 #pragma GCC unroll 8
     for (int m = 0; m < MT; ++m) {
       const __m512 xv = _mm512_loadu_ps(x + m * K + k);
@@ -145,22 +150,32 @@ UNMASK_AVX512 inline void Tile(const float* x, std::int64_t K, const W* w, float
   StoreSums<MT, NT>(acc, y, ldy);
 }
 
-// All rows of x against NT rows of w.
+// Tiles of the last rows < kRowsX of x.
+template <int NT, bool kPrefetch, typename W>
+UNMASK_AVX512 inline void LastRowsOfX(std::int64_t rows, const float* x, std::int64_t K, const W* w, float* y,
+                                      std::int64_t ldy) {
+  switch (rows) {
+    case 5: Tile<5, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 4: Tile<4, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 3: Tile<3, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 2: Tile<2, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 1: Tile<1, NT, kPrefetch>(x, K, w, y, ldy); break;
+    default: break;
+  }
+}
+
+// All rows of x against NT rows of w. The first x-tile reads these w rows from memory and fetches
+// the next NT meanwhile, so that a product of few x-rows (an LM head over a block's masked rows)
+// does not wait on memory at every w-tile: 8-10% of reference mode's time at d_model 512 on a
+// Zen 4 (docs/benchmarks.md). A prefetch past the end of w faults nothing.
 template <int NT, typename W>
 UNMASK_AVX512 void AllRowsOfX(const float* x, std::int64_t M, std::int64_t K, const W* w, float* y,
                               std::int64_t ldy) {
-  std::int64_t m = 0;
+  if (M < kRowsX) return LastRowsOfX<NT, true>(M, x, K, w, y, ldy);
+  Tile<kRowsX, NT, true>(x, K, w, y, ldy);
+  std::int64_t m = kRowsX;
   for (; m + kRowsX <= M; m += kRowsX) Tile<kRowsX, NT>(x + m * K, K, w, y + m * ldy, ldy);
-  const float* xr = x + m * K;
-  float* yr = y + m * ldy;
-  switch (M - m) {
-    case 5: Tile<5, NT>(xr, K, w, yr, ldy); break;
-    case 4: Tile<4, NT>(xr, K, w, yr, ldy); break;
-    case 3: Tile<3, NT>(xr, K, w, yr, ldy); break;
-    case 2: Tile<2, NT>(xr, K, w, yr, ldy); break;
-    case 1: Tile<1, NT>(xr, K, w, yr, ldy); break;
-    default: break;
-  }
+  LastRowsOfX<NT, false>(M - m, x + m * K, K, w, y + m * ldy, ldy);
 }
 
 template <typename W>
@@ -184,7 +199,7 @@ UNMASK_AVX512_BF16 inline __m512bh LoadPairsTail(const std::uint16_t* p, __mmask
   return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, p));
 }
 
-template <int MT, int NT, typename Y>
+template <int MT, int NT, bool kPrefetch = false, typename Y>
 UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, const std::uint16_t* w, Y* y,
                                         std::int64_t ldy) {
   __m512 acc[MT][NT];
@@ -197,6 +212,10 @@ UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, 
     __m512bh wv[NT];
 #pragma GCC unroll 4
     for (int n = 0; n < NT; ++n) wv[n] = LoadPairs(w + n * K + k);
+    if constexpr (kPrefetch) {  // as in Tile
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) _mm_prefetch(reinterpret_cast<const char*>(w + (NT + n) * K + k), _MM_HINT_T0);
+    }
 #pragma GCC unroll 8
     for (int m = 0; m < MT; ++m) {
       const __m512bh xv = LoadPairs(x + m * K + k);
@@ -219,23 +238,29 @@ UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, 
   StoreSums<MT, NT>(acc, y, ldy);
 }
 
-// AllRowsOfX for TileBf16. (A copy rather than one template: a function's target attributes
-// cannot follow its template arguments, and the float32 tiles must not need AVX512_BF16 or BW.)
+// LastRowsOfX and AllRowsOfX for TileBf16. (Copies rather than one template: a function's target
+// attributes cannot follow its template arguments, and the float32 tiles must not need
+// AVX512_BF16 or BW.)
+template <int NT, bool kPrefetch, typename Y>
+UNMASK_AVX512_BF16 inline void LastRowsOfXBf16(std::int64_t rows, const std::uint16_t* x, std::int64_t K,
+                                               const std::uint16_t* w, Y* y, std::int64_t ldy) {
+  switch (rows) {
+    case 5: TileBf16<5, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 4: TileBf16<4, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 3: TileBf16<3, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 2: TileBf16<2, NT, kPrefetch>(x, K, w, y, ldy); break;
+    case 1: TileBf16<1, NT, kPrefetch>(x, K, w, y, ldy); break;
+    default: break;
+  }
+}
 template <int NT, typename Y>
 UNMASK_AVX512_BF16 void AllRowsOfXBf16(const std::uint16_t* x, std::int64_t M, std::int64_t K, const std::uint16_t* w,
                                        Y* y, std::int64_t ldy) {
-  std::int64_t m = 0;
+  if (M < kRowsX) return LastRowsOfXBf16<NT, true>(M, x, K, w, y, ldy);
+  TileBf16<kRowsX, NT, true>(x, K, w, y, ldy);
+  std::int64_t m = kRowsX;
   for (; m + kRowsX <= M; m += kRowsX) TileBf16<kRowsX, NT>(x + m * K, K, w, y + m * ldy, ldy);
-  const std::uint16_t* xr = x + m * K;
-  Y* yr = y + m * ldy;
-  switch (M - m) {
-    case 5: TileBf16<5, NT>(xr, K, w, yr, ldy); break;
-    case 4: TileBf16<4, NT>(xr, K, w, yr, ldy); break;
-    case 3: TileBf16<3, NT>(xr, K, w, yr, ldy); break;
-    case 2: TileBf16<2, NT>(xr, K, w, yr, ldy); break;
-    case 1: TileBf16<1, NT>(xr, K, w, yr, ldy); break;
-    default: break;
-  }
+  LastRowsOfXBf16<NT, false>(M - m, x + m * K, K, w, y + m * ldy, ldy);
 }
 
 }  // namespace
