@@ -11,10 +11,19 @@ and scheduler started as tools/demo.sh starts them, and each `unmask generate` o
 from the CLI's start to its exit. With --official, reference mode against the official loop
 (bench_official.py's shape and rules).
 
+With --max-isa avx2 (or avx512), this CPU runs as the narrower CPU it is not, as far as software
+can make it: unmask by UNMASK_MAX_CPU_ISA, ATen by ATEN_CPU_CAPABILITY, OpenBLAS by
+OPENBLAS_CORETYPE, for unmask and the official loop alike. The instructions are the narrower
+CPU's; the cores, caches and memory are still this one's, so such a row is a stand-in until that
+CPU itself is measured, and says so. Not oneDNN: ATen asks the CPU itself whether oneDNN's bf16
+products run, and with ONEDNN_MAX_CPU_ISA below that they fail, which no real CPU does; so a
+stand-in row has no bf16 figure (on the narrower CPU bf16 is emulated, and auto is fp32).
+
 Writes this CPU's row into --doc's bench:cpu-table section (rows of other CPUs are kept) and the
 details into bench:cpu-details-<cpu>.
 
-  bench/engine/bench_cpu.py [--build build] [--rounds 5] [--services] [--official] [--doc docs/benchmarks.md]
+  bench/engine/bench_cpu.py [--build build] [--rounds 5] [--services] [--official] [--max-isa avx2]
+                            [--doc docs/benchmarks.md]
 """
 import argparse
 import json
@@ -35,6 +44,13 @@ JOB = ["--gen-length", "64", "--block-length", "8", "--steps", "64"]
 CHAT_ENGINE = ["--chat", "--prompt", "What does John 3:16 say?", *JOB]  # unmask-engine: --chat is a switch
 CHAT = ["--chat", "What does John 3:16 say?", *JOB]  # unmask (the CLI): --chat takes the text
 CONTINUATION = ["--prompt", "And God said unto Moses,", "--gen-length", "64", "--block-length", "32", "--steps", "64"]
+
+
+# What each --max-isa sets, for every process the benchmark starts, and the flags that remain.
+MAX_ISA = {
+    "avx2": ("an AVX2-only CPU", {"UNMASK_MAX_CPU_ISA": "avx2", "ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}, ["avx2", "fma"]),
+    "avx512": ("an AVX-512 CPU without bf16 instructions", {"UNMASK_MAX_CPU_ISA": "avx512", "ATEN_CPU_CAPABILITY": "avx512", "OPENBLAS_CORETYPE": "SkylakeX"}, ["avx2", "fma", "avx512f"]),
+}
 
 
 def cpu():
@@ -139,16 +155,26 @@ def main():
     ap.add_argument("--baseline-demo-flags", default="--precision bf16", help="the executor flags its demo used")
     ap.add_argument("--baseline-blas", help="a folder with the BLAS the baseline ran with (LD_LIBRARY_PATH), e.g. "
                                             "/usr/lib/x86_64-linux-gnu/openblas-pthread before issue 26")
+    ap.add_argument("--max-isa", choices=sorted(MAX_ISA), help="run as a CPU with nothing above this (a stand-in row)")
     ap.add_argument("--doc")
     a = ap.parse_args()
     model = os.path.join(ROOT, "models", "unmask-kjv")
     name, flags = cpu()
+    host_flags = flags
+    if a.max_isa:
+        label, env, kept = MAX_ISA[a.max_isa]
+        if not set(kept) <= set(flags):
+            sys.exit(f"--max-isa {a.max_isa}: this CPU lacks {sorted(set(kept) - set(flags))}")
+        os.environ.update(env)  # every process started from here on: unmask's and the official loop's
+        flags = kept
+        name += f", run as {label} (--max-isa {a.max_isa}: a stand-in)"
     cores = os.cpu_count()
     configs = {"defaults": []}
     for t in range(1, cores + 1):
         configs[f"--threads {t}"] = ["--threads", str(t)]
     configs["--precision fp32"] = ["--precision", "fp32"]
-    configs["--precision bf16"] = ["--precision", "bf16"]
+    if not a.max_isa:  # a stand-in's bf16 would run on this CPU's oneDNN (see above)
+        configs["--precision bf16"] = ["--precision", "bf16"]
     paths = [p for p, need in (("avx512", "avx512f"), ("avx2", "avx2")) if need in flags and "fma" in flags] + ["blas"]
     for p in paths:  # the kernels compute float32 products: compared at fp32
         configs[f"--precision fp32 --gemm {p}"] = ["--precision", "fp32", "--gemm", p]
@@ -202,17 +228,23 @@ def main():
         detail.append(f"\nReference mode / official generate() at defaults (bench_official.py's shape, gen 64): "
                       f"{official['ratio']:.2f}x (pairs {official['pairs']}, min-max {official['min']:.2f}-{official['max']:.2f}), "
                       "identical ids in every pair.")
-    detail.append(f"\nMachine: {bench_official.machine()}; flags: {' '.join(flags) or 'none of ' + ' '.join(FLAGS_THAT_MATTER)}. "
+    if a.max_isa:
+        detail.append(f"\nRun as {MAX_ISA[a.max_isa][0]}: every process had "
+                      + ", ".join(f"`{k}={v}`" for k, v in MAX_ISA[a.max_isa][1].items())
+                      + "; the instructions are that CPU's, the cores, caches and memory this one's.")
+    detail.append(f"\nMachine: {bench_official.machine()}; flags: {' '.join(host_flags) or 'none of ' + ' '.join(FLAGS_THAT_MATTER)}. "
                   f"Command: `bench/engine/bench_cpu.py --rounds {a.rounds}" + (" --services" if a.services else "")
-                  + (" --official" if a.official else "") + (f" --baseline {a.baseline}" if a.baseline else "")
+                  + (" --official" if a.official else "")
+                  + (f" --max-isa {a.max_isa}" if a.max_isa else "") + (f" --baseline {a.baseline}" if a.baseline else "")
                   + (f" --baseline-blas {a.baseline_blas}" if a.baseline_blas else "") + (f" --doc {os.path.relpath(a.doc, ROOT)}" if a.doc else "") + "`.\n")
     body = "\n".join(detail) + "\n"
     print(body)
 
     key = f"{name} ({' '.join(flags)})"
     kernels = ", ".join(f"{c.split()[-1]} {med['chat'][c]:.2f} s" for c in configs if "--gemm" in c)
+    bf16 = f"{chat['--precision bf16']:.2f} s" if "--precision bf16" in chat else "not run (a stand-in)"
     row = (f"| {key} | {chat['defaults']:.2f} s | {best.split()[-1]} thread(s), {threads[best]:.2f} s | "
-           f"{chat['defaults'] / threads[best]:.2f} | {chat['--precision fp32']:.2f} / {chat['--precision bf16']:.2f} s | {kernels} | "
+           f"{chat['defaults'] / threads[best]:.2f} | {chat['--precision fp32']:.2f} s / {bf16} | {kernels} | "
            + (f"continuation {demo['continuation']:.2f} s, chat {demo['chat']:.2f} s" if demo else "not run") + " | "
            + (f"{official['ratio']:.2f}x" if official else "not run") + " |")
     print(row)

@@ -6,6 +6,7 @@
 namespace unmask::model {
 
 StatusOr<ComputeSetup> SetUpCompute(const ComputeSetupOptions& options) {
+  if (Status s = CheckMaxCpuIsa(); !s.ok()) return s;
   ComputeSetup setup;
   const CpuFeatures& cpu = HostCpuFeatures();
   if (options.gemm == "auto") {

@@ -29,7 +29,7 @@ struct ComputeSetup {
   std::string cpu, cpu_flags, threads, gemm_line, allocator;
 };
 
-// InvalidArgument naming the flag (--threads, --gemm) for a bad value or a path this CPU
+// InvalidArgument naming the flag (--threads, --gemm) or UNMASK_MAX_CPU_ISA for a bad value or a path this CPU
 // cannot run.
 StatusOr<ComputeSetup> SetUpCompute(const ComputeSetupOptions& options);
 

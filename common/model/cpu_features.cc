@@ -2,6 +2,9 @@
 
 #include <cpuid.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <fstream>
 
 namespace unmask::model {
@@ -36,10 +39,45 @@ CpuFeatures Detect() {
   return c;
 }
 
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
 }  // namespace
 
+StatusOr<CpuFeatures> CapCpuFeatures(CpuFeatures cpu, const std::string& cap) {
+  const std::string value = Lower(cap);
+  // Each cap clears what the next wider one keeps.
+  const char* const caps[] = {"native", "avx512_bf16", "avx512", "avx2", "baseline"};
+  const auto* found = std::find(std::begin(caps), std::end(caps), value);
+  if (found == std::end(caps))
+    return InvalidArgumentError(std::string(kMaxCpuIsaVariable) + ": '" + cap +
+                                "' is not one of native, avx512_bf16, avx512, avx2, baseline");
+  const auto level = found - std::begin(caps);
+  if (level == 0) return cpu;
+  cpu.isa_cap = value;
+  cpu.amx_bf16 = false;
+  if (level >= 2) cpu.avx512_bf16 = false;
+  if (level >= 3) cpu.avx512f = cpu.avx512bw = false;
+  if (level >= 4) cpu.avx2 = cpu.fma = cpu.f16c = false;
+  return cpu;
+}
+
+Status CheckMaxCpuIsa() {
+  const char* cap = std::getenv(kMaxCpuIsaVariable);
+  if (cap == nullptr) return OkStatus();
+  return CapCpuFeatures(CpuFeatures{}, cap).status();
+}
+
 const CpuFeatures& HostCpuFeatures() {
-  static const CpuFeatures features = Detect();
+  static const CpuFeatures features = [] {
+    CpuFeatures detected = Detect();
+    const char* cap = std::getenv(kMaxCpuIsaVariable);
+    if (cap == nullptr) return detected;
+    auto capped = CapCpuFeatures(detected, cap);
+    return capped.ok() ? *std::move(capped) : detected;  // an invalid cap: SetUpCompute refuses to start
+  }();
   return features;
 }
 
@@ -57,7 +95,9 @@ std::string DescribeCpuFlags(const CpuFeatures& cpu) {
   add(cpu.avx512bw, "avx512bw");
   add(cpu.avx512_bf16, "avx512_bf16");
   add(cpu.amx_bf16, "amx_bf16");
-  return out.empty() ? "none of avx2 fma avx512f avx512_bf16 amx_bf16" : out;
+  if (out.empty()) out = "none of avx2 fma avx512f avx512_bf16 amx_bf16";
+  if (!cpu.isa_cap.empty()) out += std::string(" (capped by ") + kMaxCpuIsaVariable + "=" + cpu.isa_cap + ")";
+  return out;
 }
 
 bool HasNativeBf16(const CpuFeatures& cpu) { return cpu.avx512_bf16 || cpu.amx_bf16; }

@@ -17,11 +17,27 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512_bf16 = false;
   bool amx_bf16 = false;
+  std::string isa_cap;  // the UNMASK_MAX_CPU_ISA value that hid the flags above it, or ""
 };
 
-// This machine's features (read once; CPUID through the compiler's builtins).
+// UNMASK_MAX_CPU_ISA caps what the engine uses of the CPU, as oneDNN's ONEDNN_MAX_CPU_ISA and
+// PyTorch's ATEN_CPU_CAPABILITY do theirs: every choice (kernel path, Sleef forms, compute type)
+// is made as if the CPU had nothing above the cap. For CPUs whose AVX-512 lowers the clock, and
+// to run and time this CPU as the AVX2-only CPU it is not (tests, bench_cpu.py --max-isa).
+// Values, widest first: native (no cap), avx512_bf16 (no AMX), avx512 (no bf16 instructions),
+// avx2 (AVX2 + FMA + F16C: AMD Zen 3), baseline (x86-64 without AVX2: the BLAS only).
+inline constexpr const char* kMaxCpuIsaVariable = "UNMASK_MAX_CPU_ISA";
+// `cpu` with the flags above `cap` cleared and `isa_cap` set ("native" changes nothing);
+// InvalidArgument naming UNMASK_MAX_CPU_ISA and the values for any other text.
+StatusOr<CpuFeatures> CapCpuFeatures(CpuFeatures cpu, const std::string& cap);
+// OK where UNMASK_MAX_CPU_ISA is unset or valid; SetUpCompute refuses to start otherwise.
+Status CheckMaxCpuIsa();
+
+// This machine's features (read once; CPUID through the compiler's builtins), capped by
+// UNMASK_MAX_CPU_ISA where that is set and valid.
 const CpuFeatures& HostCpuFeatures();
-// "avx2 fma avx512f avx512_bf16 ..." (the flags that matter here, in lscpu's spelling).
+// "avx2 fma avx512f avx512_bf16 ..." (the flags that matter here, in lscpu's spelling), with
+// "(capped by UNMASK_MAX_CPU_ISA=...)" where a cap hid some.
 std::string DescribeCpuFlags(const CpuFeatures& cpu);
 // True where the CPU has bf16 dot-product instructions (AVX512_BF16 or AMX-BF16): bf16
 // arithmetic runs natively instead of being emulated with conversions.

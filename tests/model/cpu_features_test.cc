@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "common/model/compute_setup.h"
 #include "common/model/cpu_features.h"
@@ -124,13 +126,103 @@ TEST(PrecisionFlagTest, StoredTypesOfTheLoader) {
 
 TEST(HostCpuTest, DescribesTheFlagsAndAgreesWithTheCompiler) {
   const CpuFeatures& cpu = HostCpuFeatures();
+  if (const char* cap = std::getenv(kMaxCpuIsaVariable); cap != nullptr) {  // *_capped_* runs: the cap applied
+    CpuFeatures native;
+    native.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    native.avx512f = __builtin_cpu_supports("avx512f");
+    auto capped = CapCpuFeatures(native, cap);
+    ASSERT_TRUE(capped.ok()) << capped.status().ToString();
+    EXPECT_EQ(cpu.avx512f, capped->avx512f);
+    EXPECT_EQ(cpu.isa_cap, capped->isa_cap);
+    EXPECT_THAT(DescribeCpuFlags(cpu), HasSubstr(std::string("(capped by UNMASK_MAX_CPU_ISA=") + cap + ")"));
+    return;
+  }
   EXPECT_EQ(cpu.avx2, static_cast<bool>(__builtin_cpu_supports("avx2")));
   EXPECT_EQ(cpu.avx512f, static_cast<bool>(__builtin_cpu_supports("avx512f")));
+  EXPECT_EQ(cpu.isa_cap, "");
   if (cpu.avx2) {
     EXPECT_THAT(DescribeCpuFlags(cpu), HasSubstr("avx2"));
   }
   EXPECT_THAT(DescribeCpuFlags(Sse4Only()), HasSubstr("none of"));
   EXPECT_EQ(DescribeCpuFlags(Avx512Bf16Xeon()), "avx2 fma f16c avx512f avx512bw avx512_bf16 amx_bf16");
+}
+
+TEST(IsaCapTest, EachCapHidesWhatIsAboveIt) {
+  const CpuFeatures xeon = Avx512Bf16Xeon();
+  auto native = CapCpuFeatures(xeon, "native");
+  ASSERT_TRUE(native.ok());
+  EXPECT_EQ(DescribeCpuFlags(*native), DescribeCpuFlags(xeon));
+  EXPECT_EQ(native->isa_cap, "");
+
+  auto no_amx = CapCpuFeatures(xeon, "avx512_bf16");
+  ASSERT_TRUE(no_amx.ok());
+  EXPECT_FALSE(no_amx->amx_bf16);
+  EXPECT_TRUE(no_amx->avx512_bf16);
+  EXPECT_TRUE(HasNativeBf16(*no_amx));
+
+  auto skylake = CapCpuFeatures(xeon, "AVX512");  // oneDNN's spelling is upper case: either is taken
+  ASSERT_TRUE(skylake.ok());
+  EXPECT_EQ(DescribeCpuFlags(*skylake), "avx2 fma f16c avx512f avx512bw (capped by UNMASK_MAX_CPU_ISA=avx512)");
+  EXPECT_EQ(BestGemmPath(*skylake), GemmPath::kAvx512);
+  EXPECT_EQ(ChooseCompute(std::nullopt, *skylake, false, Precision::kBFloat16).compute, Precision::kFloat32);
+
+  auto zen3 = CapCpuFeatures(xeon, "avx2");
+  ASSERT_TRUE(zen3.ok());
+  EXPECT_EQ(DescribeCpuFlags(*zen3), "avx2 fma f16c (capped by UNMASK_MAX_CPU_ISA=avx2)");
+  EXPECT_EQ(BestGemmPath(*zen3), GemmPath::kAvx2);
+  EXPECT_EQ(zen3->model_name, xeon.model_name);
+
+  auto old = CapCpuFeatures(xeon, "baseline");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(BestGemmPath(*old), GemmPath::kBlas);
+  EXPECT_THAT(DescribeCpuFlags(*old), HasSubstr("none of"));
+}
+
+TEST(IsaCapTest, ACapAboveTheCpuAddsNothing) {
+  auto capped = CapCpuFeatures(Avx2Epyc(), "avx512_bf16");
+  ASSERT_TRUE(capped.ok());
+  EXPECT_FALSE(capped->avx512f);
+  EXPECT_FALSE(capped->avx512_bf16);
+  EXPECT_EQ(BestGemmPath(*capped), GemmPath::kAvx2);
+}
+
+TEST(IsaCapTest, ABadCapIsRefusedNamingTheVariableAndTheValues) {
+  for (const char* bad : {"avx3", "", "avx2 "}) {
+    auto capped = CapCpuFeatures(Avx512Bf16Xeon(), bad);
+    ASSERT_FALSE(capped.ok()) << bad;
+    EXPECT_THAT(capped.status().message(), HasSubstr(std::string("UNMASK_MAX_CPU_ISA: '") + bad +
+                                                     "' is not one of native, avx512_bf16, avx512, avx2, baseline"));
+  }
+}
+
+// Sets an environment variable for one scope and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(IsaCapTest, SetUpComputeRefusesABadCapNamingTheVariable) {
+  ScopedEnv env(kMaxCpuIsaVariable, "avx1024");
+  EXPECT_FALSE(CheckMaxCpuIsa().ok());
+  ComputeSetupOptions o;
+  o.threads = 1;
+  auto bad = SetUpCompute(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("UNMASK_MAX_CPU_ISA: 'avx1024' is not one of"));
 }
 
 // engine_tests_on_<cpu> run these tests on an emulated CPU (qemu-x86_64 -cpu ...) and say in

@@ -18,6 +18,7 @@ namespace unmask {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using nlohmann::json;
 
 using testing::CommandResult;
@@ -129,6 +130,32 @@ TEST(UnmaskEngineCliTest, TheKernelAndTheBlasGiveTheSameIds) {
       EXPECT_THAT(out["compute"]["gemm"].get<std::string>(), HasSubstr(std::string(path) + " (--gemm"));
     }
   }
+}
+
+// UNMASK_MAX_CPU_ISA=avx2: this CPU runs as an AVX2-only one (every choice made without AVX-512),
+// says so, and gives the BLAS's ids; a bad value stops the start naming the variable.
+TEST(UnmaskEngineCliTest, TheIsaCapMakesTheChoicesAsOnANarrowerCpu) {
+  const std::string base = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                           unmask::testing::TestDataPath("tiny-llada") +
+                           " --prompt-ids 1,2,3,4 --gen-length 16 --block-length 8 --steps 16 --json";
+  CommandResult blas = RunCommand(base + " --precision fp32 --gemm blas");
+  ASSERT_EQ(blas.exit_code, 0) << blas.out;
+  CommandResult capped = RunCommand("UNMASK_MAX_CPU_ISA=avx2 " + base);
+  ASSERT_EQ(capped.exit_code, 0) << capped.out;
+  const json out = json::parse(capped.out);
+  const std::string flags = out["compute"]["cpu_flags"].get<std::string>();
+  EXPECT_THAT(flags, HasSubstr("(capped by UNMASK_MAX_CPU_ISA=avx2)"));
+  EXPECT_THAT(flags, Not(HasSubstr("avx512")));
+  EXPECT_EQ(out["compute"]["precision"], "fp32");  // no bf16 instructions below the cap
+  EXPECT_THAT(out["compute"]["gemm"].get<std::string>(), HasSubstr("avx2 (the widest"));
+  EXPECT_EQ(out["output"], json::parse(blas.out)["output"]);
+
+  CommandResult wider = RunCommand("UNMASK_MAX_CPU_ISA=avx2 " + base + " --gemm avx512");
+  EXPECT_EQ(wider.exit_code, 2);
+  EXPECT_THAT(wider.out, HasSubstr("avx512"));
+  CommandResult bad = RunCommand("UNMASK_MAX_CPU_ISA=avx3 " + base);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("UNMASK_MAX_CPU_ISA: 'avx3' is not one of native, avx512_bf16, avx512, avx2, baseline"));
 }
 
 // No --precision: the compute type comes from the device and the CPU, and the output says which
