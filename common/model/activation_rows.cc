@@ -26,7 +26,7 @@ UNMASK_AVX512 inline __m512 Silu16(__m512 x) {
 
 // f rounded to bf16 and widened again.
 UNMASK_AVX512 inline __m512 RoundTrip16(__m512 f) {
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(bf16_simd::kAll16, bf16_simd::RoundBits16(f), 16));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(lane_reduce::kAll16, bf16_simd::RoundBits16(f), 16));
 }
 
 // 16 bf16 elements: silu as ATen 1.13 computes it on bf16 (exp(-x), 1 + that, and x over that,

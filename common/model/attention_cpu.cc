@@ -17,7 +17,7 @@ namespace {
 
 #ifdef UNMASK_HAVE_SLEEF
 #define UNMASK_AVX512 __attribute__((target("avx512f")))
-constexpr __mmask16 kAll = bf16_simd::kAll16;
+using lane_reduce::kAll16;
 constexpr int kRows = 4;  // query rows computed together: each key's values are loaded once for them
 
 // Scratch of one thread: the keys transposed to float32 ([head_dim][padded keys]) and kRows rows of scores.
@@ -132,7 +132,7 @@ UNMASK_AVX512 void WeightedValueChunk(const AttentionHead& h, std::int64_t row0,
 #pragma GCC unroll 4
     for (int c = 0; c < chunks; ++c)
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16 * c),
-                          bf16_simd::Round16(_mm512_maskz_div_ps(kAll, acc[r][c], total)));
+                          bf16_simd::Round16(_mm512_maskz_div_ps(kAll16, acc[r][c], total)));
   }
 }
 

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/model/lane_reduce.h"
+
 namespace unmask::model {
 
 inline float WidenBf16(std::uint16_t b) {
@@ -29,7 +31,7 @@ namespace bf16_simd {
 
 // (The all-lanes masked forms: GCC 12's unmasked ones pass an "undefined" source that
 // -Wmaybe-uninitialized reports.)
-inline constexpr __mmask16 kAll16 = 0xFFFF;
+using lane_reduce::kAll16;
 
 // 16 lanes of bf16 at p, widened.
 __attribute__((target("avx512f"))) inline __m512 Widen16(const std::uint16_t* p) {

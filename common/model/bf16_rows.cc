@@ -53,7 +53,7 @@ __attribute__((noinline)) void NormRowPlain(const std::uint16_t* x, std::int64_t
 
 // ---- AVX-512F, 16 lanes ------------------------------------------------------------------------
 #define UNMASK_AVX512 __attribute__((target("avx512f")))
-constexpr __mmask16 kAll = bf16_simd::kAll16;
+using lane_reduce::kAll16;
 
 UNMASK_AVX512 inline void Store16(std::uint16_t* p, __m512 f) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16_simd::Round16(f));
@@ -61,7 +61,7 @@ UNMASK_AVX512 inline void Store16(std::uint16_t* p, __m512 f) {
 
 // f rounded to bf16 and widened again: the rounded bits moved back to the top half.
 UNMASK_AVX512 inline __m512 RoundTrip16(__m512 f) {
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, bf16_simd::RoundBits16(f), 16));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, bf16_simd::RoundBits16(f), 16));
 }
 
 UNMASK_AVX512 void Round512(const float* in, std::int64_t n, std::uint16_t* out) {
@@ -87,8 +87,8 @@ UNMASK_AVX512 void Accumulate512(float* acc, const std::uint16_t* o, float w, st
   // arithmetic and, AVX-512F implying FMA, fuses them into one rounding.
   constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   for (; i + 16 <= n; i += 16) {
-    const __m512 product = _mm512_maskz_mul_round_ps(kAll, bf16_simd::Widen16(o + i), wv, kNearest);
-    _mm512_storeu_ps(acc + i, _mm512_maskz_add_round_ps(kAll, _mm512_loadu_ps(acc + i), product, kNearest));
+    const __m512 product = _mm512_maskz_mul_round_ps(kAll16, bf16_simd::Widen16(o + i), wv, kNearest);
+    _mm512_storeu_ps(acc + i, _mm512_maskz_add_round_ps(kAll16, _mm512_loadu_ps(acc + i), product, kNearest));
   }
   AccumulatePlain(acc + i, o + i, w, n - i);
 }
@@ -99,12 +99,12 @@ UNMASK_AVX512 void Rotate512(const std::uint16_t* x, std::int64_t half, const fl
   std::int64_t d = 0;
   for (; d + 16 <= half; d += 16) {
     const __m512 lo = bf16_simd::Widen16(x + d), hi = bf16_simd::Widen16(x + d + half);
-    const __m512 lo_cos = _mm512_maskz_mul_round_ps(kAll, lo, _mm512_loadu_ps(cos + d), kNearest);
-    const __m512 hi_sin = _mm512_maskz_mul_round_ps(kAll, hi, _mm512_loadu_ps(sin + d), kNearest);
-    const __m512 hi_cos = _mm512_maskz_mul_round_ps(kAll, hi, _mm512_loadu_ps(cos + d + half), kNearest);
-    const __m512 lo_sin = _mm512_maskz_mul_round_ps(kAll, lo, _mm512_loadu_ps(sin + d + half), kNearest);
-    Store16(out + d, _mm512_maskz_sub_round_ps(kAll, lo_cos, hi_sin, kNearest));
-    Store16(out + d + half, _mm512_maskz_add_round_ps(kAll, hi_cos, lo_sin, kNearest));
+    const __m512 lo_cos = _mm512_maskz_mul_round_ps(kAll16, lo, _mm512_loadu_ps(cos + d), kNearest);
+    const __m512 hi_sin = _mm512_maskz_mul_round_ps(kAll16, hi, _mm512_loadu_ps(sin + d), kNearest);
+    const __m512 hi_cos = _mm512_maskz_mul_round_ps(kAll16, hi, _mm512_loadu_ps(cos + d + half), kNearest);
+    const __m512 lo_sin = _mm512_maskz_mul_round_ps(kAll16, lo, _mm512_loadu_ps(sin + d + half), kNearest);
+    Store16(out + d, _mm512_maskz_sub_round_ps(kAll16, lo_cos, hi_sin, kNearest));
+    Store16(out + d + half, _mm512_maskz_add_round_ps(kAll16, hi_cos, lo_sin, kNearest));
   }
   RotatePlain(x, half, cos, sin, out, d);
 }

@@ -11,26 +11,28 @@
 
 namespace unmask::model::lane_reduce {
 
-constexpr __mmask16 kAllLanes = 0xFFFF;
+// Every lane of a 16-lane mask: the masked forms here and in bf16_bits.h take it where GCC's
+// unmasked forms would pass an "undefined" source.
+inline constexpr __mmask16 kAll16 = 0xFFFF;
 
 // The sum of the 16 lanes: halves, then 128-bit lanes, then pairs, then neighbours.
 __attribute__((target("avx512f"))) inline float Sum16(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAllLanes, v, v, 0x4E));  // + the other 256-bit half
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAllLanes, v, v, 0xB1));  // + the neighbouring 128-bit lane
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAllLanes, v, 0x4E));        // + the other pair in the lane
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAllLanes, v, 0xB1));        // + the neighbour
+  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll16, v, v, 0x4E));  // + the other 256-bit half
+  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll16, v, v, 0xB1));  // + the neighbouring 128-bit lane
+  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll16, v, 0x4E));        // + the other pair in the lane
+  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll16, v, 0xB1));        // + the neighbour
   return _mm512_cvtss_f32(v);
 }
 
 // Lane by lane, the larger of a and b (_mm512_max_ps, whose unmasked form warns the same way).
-__attribute__((target("avx512f"))) inline __m512 Max(__m512 a, __m512 b) { return _mm512_maskz_max_ps(kAllLanes, a, b); }
+__attribute__((target("avx512f"))) inline __m512 Max(__m512 a, __m512 b) { return _mm512_maskz_max_ps(kAll16, a, b); }
 
 // The largest of the 16 lanes, in the same steps (no lane may be NaN).
 __attribute__((target("avx512f"))) inline float Max16(__m512 v) {
-  v = Max(v, _mm512_mask_shuffle_f32x4(v, kAllLanes, v, v, 0x4E));
-  v = Max(v, _mm512_mask_shuffle_f32x4(v, kAllLanes, v, v, 0xB1));
-  v = Max(v, _mm512_mask_permute_ps(v, kAllLanes, v, 0x4E));
-  v = Max(v, _mm512_mask_permute_ps(v, kAllLanes, v, 0xB1));
+  v = Max(v, _mm512_mask_shuffle_f32x4(v, kAll16, v, v, 0x4E));
+  v = Max(v, _mm512_mask_shuffle_f32x4(v, kAll16, v, v, 0xB1));
+  v = Max(v, _mm512_mask_permute_ps(v, kAll16, v, 0x4E));
+  v = Max(v, _mm512_mask_permute_ps(v, kAll16, v, 0xB1));
   return _mm512_cvtss_f32(v);
 }
 

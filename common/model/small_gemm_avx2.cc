@@ -60,7 +60,7 @@ UNMASK_AVX2 inline void Tile(const float* x, std::int64_t K, const W* w, float* 
     for (int n = 0; n < NT; ++n) wv[n] = LoadW(w + n * K + k);
     if constexpr (kPrefetch) {
 #pragma GCC unroll 3
-      for (int n = 0; n < NT; ++n) _mm_prefetch(reinterpret_cast<const char*>(w + (NT + n) * K + k), _MM_HINT_T0);
+      for (int n = 0; n < NT; ++n) PrefetchElement(w, (NT + n) * K + k);
     }
 #pragma GCC unroll 4
     for (int m = 0; m < MT; ++m) {

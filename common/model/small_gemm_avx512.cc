@@ -23,7 +23,7 @@ constexpr int kRowsW = 4;  // W-rows per tile
 UNMASK_AVX512 inline __m512 LoadW(const float* p) { return _mm512_loadu_ps(p); }
 // (The all-lanes masked forms: GCC 12's unmasked ones pass an "undefined" source that
 // -Wmaybe-uninitialized reports; see lane_reduce.h.)
-constexpr __mmask16 kAll = lane_reduce::kAllLanes;
+using lane_reduce::kAll16;
 UNMASK_AVX512 inline __m512 LoadW(const std::uint16_t* p) { return bf16_simd::Widen16(p); }
 // The first r < 16 values, zeros after them. (AVX-512F has no 16-bit masked load, so the bf16
 // tail goes through a zeroed copy; it runs once per row and tile.)
@@ -45,27 +45,27 @@ UNMASK_AVX512 inline __m512 LaneSums16Vector(const __m512 (&a)[16]) {
   // Step 1, v[j] + v[j + 8]: s[i] = [a(2i) halves added | a(2i+1) halves added].
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i)
-    s[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(a[2 * i], kAll, a[2 * i], a[2 * i + 1], 0x44),
-                         _mm512_mask_shuffle_f32x4(a[2 * i], kAll, a[2 * i], a[2 * i + 1], 0xEE));
+    s[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(a[2 * i], kAll16, a[2 * i], a[2 * i + 1], 0x44),
+                         _mm512_mask_shuffle_f32x4(a[2 * i], kAll16, a[2 * i], a[2 * i + 1], 0xEE));
   // Step 2, v[j] + v[j + 4]: r[i] = one 128-bit lane per accumulator, a(4i) .. a(4i + 3).
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i)
-    r[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(s[2 * i], kAll, s[2 * i], s[2 * i + 1], 0x88),
-                         _mm512_mask_shuffle_f32x4(s[2 * i], kAll, s[2 * i], s[2 * i + 1], 0xDD));
+    r[i] = _mm512_add_ps(_mm512_mask_shuffle_f32x4(s[2 * i], kAll16, s[2 * i], s[2 * i + 1], 0x88),
+                         _mm512_mask_shuffle_f32x4(s[2 * i], kAll16, s[2 * i], s[2 * i + 1], 0xDD));
   // Step 3, v[j] + v[j + 2]; step 4, v[0] + v[1]: lane k of z holds a(k), a(4 + k), a(8 + k), a(12 + k).
 #pragma GCC unroll 2
   for (int i = 0; i < 2; ++i)
-    q[i] = _mm512_add_ps(_mm512_mask_shuffle_ps(r[2 * i], kAll, r[2 * i], r[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_mask_shuffle_ps(r[2 * i], kAll, r[2 * i], r[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  return _mm512_add_ps(_mm512_mask_shuffle_ps(q[0], kAll, q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_mask_shuffle_ps(q[0], kAll, q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    q[i] = _mm512_add_ps(_mm512_mask_shuffle_ps(r[2 * i], kAll16, r[2 * i], r[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_mask_shuffle_ps(r[2 * i], kAll16, r[2 * i], r[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_mask_shuffle_ps(q[0], kAll16, q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_mask_shuffle_ps(q[0], kAll16, q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 // z's lanes put back in accumulator order, then stored as float32, or rounded to bf16 bits as Put
 // rounds, 16 at once.
 UNMASK_AVX512 inline __m512 InOrder(__m512 z) {
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  return _mm512_maskz_permutexvar_ps(kAll, order, z);
+  return _mm512_maskz_permutexvar_ps(kAll16, order, z);
 }
 UNMASK_AVX512 inline void StoreLanes(__m512 z, float (&lanes)[16]) { _mm512_storeu_ps(lanes, InOrder(z)); }
 UNMASK_AVX512 inline void StoreLanes(__m512 z, std::uint16_t (&lanes)[16]) {
@@ -125,7 +125,7 @@ UNMASK_AVX512 inline void Tile(const float* x, std::int64_t K, const W* w, float
     for (int n = 0; n < NT; ++n) wv[n] = LoadW(w + n * K + k);
     if constexpr (kPrefetch) {
 #pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) _mm_prefetch(reinterpret_cast<const char*>(w + (NT + n) * K + k), _MM_HINT_T0);
+      for (int n = 0; n < NT; ++n) PrefetchElement(w, (NT + n) * K + k);
     }
 #pragma GCC unroll 8
     for (int m = 0; m < MT; ++m) {
@@ -167,7 +167,7 @@ UNMASK_AVX512 inline void LastRowsOfX(std::int64_t rows, const float* x, std::in
 // All rows of x against NT rows of w. The first x-tile reads these w rows from memory and fetches
 // the next NT meanwhile, so that a product of few x-rows (an LM head over a block's masked rows)
 // does not wait on memory at every w-tile: 8-10% of reference mode's time at d_model 512 on a
-// Zen 4 (docs/benchmarks.md). A prefetch past the end of w faults nothing.
+// Zen 4 (docs/benchmarks.md).
 template <int NT, typename W>
 UNMASK_AVX512 void AllRowsOfX(const float* x, std::int64_t M, std::int64_t K, const W* w, float* y,
                               std::int64_t ldy) {
@@ -214,7 +214,7 @@ UNMASK_AVX512_BF16 inline void TileBf16(const std::uint16_t* x, std::int64_t K, 
     for (int n = 0; n < NT; ++n) wv[n] = LoadPairs(w + n * K + k);
     if constexpr (kPrefetch) {  // as in Tile
 #pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) _mm_prefetch(reinterpret_cast<const char*>(w + (NT + n) * K + k), _MM_HINT_T0);
+      for (int n = 0; n < NT; ++n) PrefetchElement(w, (NT + n) * K + k);
     }
 #pragma GCC unroll 8
     for (int m = 0; m < MT; ++m) {

@@ -3,6 +3,8 @@
 // of k<Path>RowsW W-rows (the split puts chunk boundaries between whole tiles).
 #pragma once
 
+#include <xmmintrin.h>
+
 #include <cstdint>
 
 namespace unmask::model::small_gemm_internal {
@@ -22,5 +24,14 @@ void Avx2WRows(const float* x, std::int64_t M, std::int64_t K, const float* w, s
                std::int64_t end, float* y, std::int64_t ldy);
 void Avx2WRows(const float* x, std::int64_t M, std::int64_t K, const std::uint16_t* w, std::int64_t begin,
                std::int64_t end, float* y, std::int64_t ldy);
+
+// Fetches the cache line of base[offset]. The last W tile fetches the tile after it, past the end
+// of W: the address is formed as an integer, not as a pointer past the array, and a prefetch
+// faults nothing.
+template <typename T>
+inline void PrefetchElement(const T* base, std::int64_t offset) {
+  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(offset) * sizeof(T);
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+}
 
 }  // namespace unmask::model::small_gemm_internal
