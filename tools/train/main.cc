@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
     std::cerr << "unmask-train: --compute: " << requested.status().ToString() << "\n";
     return 2;
   }
+  if (auto cap = unmask::model::CheckMaxCpuIsa(); !cap.ok()) {
+    std::cerr << "unmask-train: " << cap.ToString() << "\n";
+    return 2;
+  }
   const bool on_gpu = t.device.rfind("cuda", 0) == 0;
   const auto choice = unmask::model::ChooseCompute(*requested, unmask::model::HostCpuFeatures(), on_gpu,
                                                    unmask::model::Precision::kFloat32);
