@@ -144,7 +144,10 @@ ComputeChoice ChooseCompute(std::optional<Precision> requested, const CpuFeature
   // few-row kernels widen bf16 in registers). With them (oneDNN's bf16 matmuls), bf16 weights
   // are computed in bf16: 1.1x fp32 on a Zen 4 EPYC (docs/benchmarks.md, "CPU table").
   if (!HasNativeBf16(cpu))
-    return {Precision::kFloat32, "CPU without bf16 instructions (no avx512_bf16/amx_bf16): bf16 arithmetic would be emulated"};
+    return {Precision::kFloat32,
+            std::string("CPU without bf16 instructions (no avx512_bf16/amx_bf16") +
+                (cpu.isa_cap.empty() ? "" : std::string(" under ") + kMaxCpuIsaVariable + "=" + cpu.isa_cap) +
+                "): bf16 arithmetic would be emulated"};
   if (stored == Precision::kBFloat16)
     return {Precision::kBFloat16, "CPU with bf16 instructions (avx512_bf16/amx_bf16) and bf16 weights"};
   return {Precision::kFloat32, std::string("CPU, weights stored as ") + PrecisionName(stored) +

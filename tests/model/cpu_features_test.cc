@@ -164,7 +164,9 @@ TEST(IsaCapTest, EachCapHidesWhatIsAboveIt) {
   ASSERT_TRUE(skylake.ok());
   EXPECT_EQ(DescribeCpuFlags(*skylake), "avx2 fma f16c avx512f avx512bw (capped by UNMASK_MAX_CPU_ISA=avx512)");
   EXPECT_EQ(BestGemmPath(*skylake), GemmPath::kAvx512);
-  EXPECT_EQ(ChooseCompute(std::nullopt, *skylake, false, Precision::kBFloat16).compute, Precision::kFloat32);
+  const ComputeChoice capped = ChooseCompute(std::nullopt, *skylake, false, Precision::kBFloat16);
+  EXPECT_EQ(capped.compute, Precision::kFloat32);
+  EXPECT_THAT(capped.why, HasSubstr("no avx512_bf16/amx_bf16 under UNMASK_MAX_CPU_ISA=avx512"));  // `unmask models` says why
 
   auto zen3 = CapCpuFeatures(xeon, "avx2");
   ASSERT_TRUE(zen3.ok());
