@@ -95,6 +95,7 @@ def collect(dirs):
                                    cuda_graphs=e.get("cuda_graphs"), runs_identical=e["runs_identical"],
                                    first_row_same_as_official=same[0], precision=e["compute"]["precision"],
                                    fused_projections=e["compute"].get("fused_projections"),
+                                   fused_kernels=e["compute"].get("fused_kernels"),
                                    ids_sha1=hashlib.sha1(json.dumps(e["output"]).encode()).hexdigest()[:12])
     return saved
 
@@ -105,7 +106,8 @@ def pair_table(before, after, pairs):
     for gen, b, a in pairs:
         same = f"{b['first_row_same_as_official']} / {a['first_row_same_as_official']} of {gen}"
         both = "-" if "ids_sha1" not in b else ("yes" if b["ids_sha1"] == a.get("ids_sha1") else "**no**")
-        rows.append(f"| {b['sampler']} | {gen} | {best(b):.2f} | {best(a):.2f} | **{best(b) / best(a):.2f}x** | {same} |"
+        mode = b["sampler"] + ("" if b["weights"] == "bf16" else f" ({b['weights']} weights)")
+        rows.append(f"| {mode} | {gen} | {best(b):.2f} | {best(a):.2f} | **{best(b) / best(a):.2f}x** | {same} |"
                     f" {both} |")
     return rows
 
@@ -114,6 +116,13 @@ JOINED_MARK = " †"
 JOINED_NOTE = ("† ran with each block's q/k/v and gate/up products joined (the 2026-11-27 lease's build did so by"
                " default; removed after it): a different engine from the one on main, and a peak memory that holds"
                " the separate weights the joining freed, so such runs are left out of the memory table.")
+
+
+FUSED = " + fused kernels"
+
+
+def fused(r):
+    return bool(r and r.get("fused_kernels"))
 
 
 def joined(r):
@@ -160,12 +169,13 @@ def render(s):
                 " commit 28f88da, removed after this lease) against apart (the engine as it is), reference mode with"
                 " CUDA graphs, side by side in the same run:", ""]
         out += pair_table("apart", "joined", joined_pairs)
-    kernel_pairs = [(runs[f]["gen_length"], runs[f], runs[f + "_fk"]) for f in ("ref_graphs", "dual_graphs", "ref_long_graphs")
+    kernel_pairs = [(runs[f]["gen_length"], runs[f], runs[f + "_fk"])
+                    for f in ("ref_graphs", "dual_graphs", "ref_long_graphs", "int8_dualthr", "int4_dualthr")
                     if "runs_seconds" in runs.get(f, {}) and "runs_seconds" in runs.get(f + "_fk", {})]
     if kernel_pairs:
-        out += ["", "The fused elementwise kernels (`--fused-kernels`: RMSNorm, rotary embedding and the SiLU product as"
-                " one kernel each, common/model/fused_ops.h) against ATen's operators, with CUDA graphs, side by side in"
-                " the same run:", ""]
+        out += ["", "The fused kernels (`--fused-kernels`: RMSNorm, rotary embedding and the SiLU product, and an"
+                " int8/int4 layer's dequantization, as one kernel each, common/model/fused_ops.h) against ATen's"
+                " operators, with CUDA graphs, side by side in the same run:", ""]
         out += pair_table("ATen", "fused", kernel_pairs)
     out += ["", "Modes at gen_length 256 (256 steps; on a random model the threshold never passes, so"
             " dual_cache+threshold also runs 256 forwards). Host share: the host's time launching the forwards"
@@ -177,14 +187,15 @@ def render(s):
     if "ref_eager" in runs:
         ref_tps = 256 / best(runs["ref_eager"])
     for name in ("ref_eager", "ref_graphs", "dual_eager", "dual_graphs", "dualthr_eager", "dualthr_graphs",
-                 "dualthr_batch8", "dualthr_batch32", "int8_dualthr", "int4_dualthr"):
+                 "dualthr_batch8", "dualthr_batch32", "int8_dualthr", "int8_dualthr_fk", "int4_dualthr", "int4_dualthr_fk"):
         r = runs.get(name)
         if not r or "runs_seconds" not in r:
             continue
         sec = best(r)
         tps = r["batch"] * r["gen_length"] / sec
         share = generation_flops(r["sampler"], r["gen_length"], r["steps"], r["batch"]) / sec / PEAK_BF16
-        label = r["sampler"] + ("" if r["weights"] == "bf16" else f" ({r['weights']} weights)") + JOINED_MARK * joined(r)
+        label = (r["sampler"] + ("" if r["weights"] == "bf16" else f" ({r['weights']} weights)") + FUSED * fused(r) +
+                 JOINED_MARK * joined(r))
         first = " (one run)" if len(r["runs_seconds"]) == 1 else ""
         out.append(f"| {label} | {'yes' if r['graphs'] else 'no'} | {r['batch']} | {r['steps_run']} | {sec:.2f}{first} |"
                    f" {tps:.1f} | {1000 * sec / r['steps_run']:.1f} | {r['forward_seconds'] / sec:.0%} |"
@@ -208,13 +219,14 @@ def render(s):
             " context and the caching allocator's reserve included):", "",
             "| weights | run | gen_length | peak MiB | peak GiB |", "|---|---|---|---|---|"]
     for name in ("ref_eager", "ref_graphs", "ref_graphs_unfused", "dual_graphs", "ref_long_eager", "ref_long_graphs",
-                 "ref_long_graphs_unfused", "int8_dualthr", "int4_dualthr", "int4_long_mem"):
+                 "ref_long_graphs_unfused", "int8_dualthr", "int8_dualthr_fk", "int4_dualthr", "int4_dualthr_fk",
+                 "int4_long_mem"):
         r = runs.get(name)
         if not r or r.get("peak_mib") is None:
             continue
         if joined(r):  # its peak holds the separate weights the joining freed into the allocator's cache
             continue
-        mode = r["sampler"] + (" + graphs" if r["graphs"] else "")
+        mode = r["sampler"] + (" + graphs" if r["graphs"] else "") + FUSED * fused(r)
         out.append(f"| {r['weights']} | {mode} | {r['gen_length']} | {r['peak_mib']:.0f} | {r['peak_mib'] / 1024:.2f} |")
     for o in s["official_runs"]:
         if o.get("max_memory_reserved_bytes") is None:  # a CPU dry run

@@ -60,6 +60,24 @@ __global__ void SiluMulKernel(Bf16Bits* out, const Bf16Bits* gate, const Bf16Bit
   }
 }
 
+// A block per row (grid-stride over rows), its threads across the row: no division per element.
+template <typename Out>
+__global__ void Int8Kernel(Out* out, dequant::Int8Layout l, std::int64_t rows) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (std::int64_t c = threadIdx.x; c < l.cols; c += blockDim.x) dequant::Int8Element(l, r, c, out + r * l.cols);
+}
+
+template <typename Out>
+__global__ void Int4Kernel(Out* out, dequant::Int4Layout l, std::int64_t rows) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
+    for (std::int64_t p = threadIdx.x; p < l.packed_cols; p += blockDim.x)
+      dequant::Int4Byte(l, r, p, out + r * l.cols);
+}
+
+unsigned RowBlocks(std::int64_t rows) {
+  return static_cast<unsigned>(rows < 65535 * 16 ? (rows > 0 ? rows : 1) : 65535 * 16);
+}
+
 unsigned Blocks(std::int64_t n) {
   const std::int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 65535 * 16 ? (blocks > 0 ? blocks : 1) : 65535 * 16);
@@ -94,6 +112,24 @@ void Rotary(Bf16Bits* out, const Bf16Bits* x, const float* cos, const float* sin
 void SiluMul(Bf16Bits* out, const Bf16Bits* gate, const Bf16Bits* up, std::int64_t n, void* stream) {
   SiluMulKernel<<<Blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(out, gate, up, n);
   Check("fused SiluMul");
+}
+
+void DequantizeInt8(void* out, bool out_float, const dequant::Int8Layout& layout, std::int64_t rows, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (out_float)
+    Int8Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<float*>(out), layout, rows);
+  else
+    Int8Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<Bf16Bits*>(out), layout, rows);
+  Check("fused DequantizeInt8");
+}
+
+void DequantizeInt4(void* out, bool out_float, const dequant::Int4Layout& layout, std::int64_t rows, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (out_float)
+    Int4Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<float*>(out), layout, rows);
+  else
+    Int4Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<Bf16Bits*>(out), layout, rows);
+  Check("fused DequantizeInt4");
 }
 
 }  // namespace unmask::model::fused_kernels

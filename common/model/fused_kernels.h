@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "common/model/dequant_element.h"
+
 namespace unmask::model::fused_kernels {
 
 using Bf16Bits = std::uint16_t;
@@ -21,5 +23,9 @@ void Rotary(Bf16Bits* out, const Bf16Bits* x, const float* cos, const float* sin
             std::int64_t heads, std::int64_t hd, void* stream);
 // out = bf16(float(bf16(silu(float(gate)))) * float(up)), silu(v) = v / (1 + exp(-v)).
 void SiluMul(Bf16Bits* out, const Bf16Bits* gate, const Bf16Bits* up, std::int64_t n, void* stream);
+// A quantized layer's [rows, cols] values into out (bf16 bits, or float32 where out_float), each
+// element as dequant_element.h computes it: one read of the packed bytes, one write of the values.
+void DequantizeInt8(void* out, bool out_float, const dequant::Int8Layout& layout, std::int64_t rows, void* stream);
+void DequantizeInt4(void* out, bool out_float, const dequant::Int4Layout& layout, std::int64_t rows, void* stream);
 
 }  // namespace unmask::model::fused_kernels

@@ -21,4 +21,14 @@ at::Tensor Rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 // at::silu(gate) * up; gate and up of one shape.
 at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up);
 
+// A quantized layer's dequantization of linear.cc's tensors path as one kernel, into out
+// ([rows, cols], contiguous bf16 or float32, on the GPU of the packed tensors), the same bits.
+// Each answers false where it does not apply; out is then untouched.
+// int8 per channel: q [rows, cols] int8, scales [rows] float32.
+bool DequantizeInt8(const at::Tensor& out, const at::Tensor& q, const at::Tensor& scales);
+// int4 group-wise: packed [rows, ceil(cols / 2)] uint8, scales [rows, groups] f16, zeros
+// [rows, groups] uint8 or undefined (symmetric), groups = ceil(cols / group); group even.
+bool DequantizeInt4(const at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+                    const at::Tensor& zeros, std::int64_t group);
+
 }  // namespace unmask::model::fused

@@ -20,6 +20,18 @@ bool FloatOnGpu(const at::Tensor& t) {
   return t.defined() && t.is_cuda() && t.scalar_type() == at::kFloat && t.is_contiguous();
 }
 
+// A contiguous tensor of this dtype and shape on `device`.
+bool OnGpu(const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef shape, const at::Device& device) {
+  return t.defined() && t.device() == device && t.scalar_type() == dtype && t.is_contiguous() && t.sizes() == shape;
+}
+
+// out of a dequantization: [rows, cols] bf16 or float32 on the packed tensors' GPU.
+bool DequantOut(const at::Tensor& out, const at::Tensor& packed) {
+  return packed.defined() && packed.is_cuda() && packed.dim() == 2 && out.defined() && out.device() == packed.device() &&
+         out.dim() == 2 && out.size(0) == packed.size(0) && out.is_contiguous() &&
+         (out.scalar_type() == at::kBFloat16 || out.scalar_type() == at::kFloat) && out.numel() > 0;
+}
+
 k::Bf16Bits* Bits(const at::Tensor& t) { return static_cast<k::Bf16Bits*>(t.data_ptr()); }
 
 void* Stream(const at::Tensor& t) {
@@ -65,6 +77,36 @@ at::Tensor SiluMul(const at::Tensor& gate, const at::Tensor& up) {
   at::Tensor out = at::empty_like(gate);
   k::SiluMul(Bits(out), Bits(gate), Bits(up), gate.numel(), Stream(gate));
   return out;
+}
+
+bool DequantizeInt8(const at::Tensor& out, const at::Tensor& q, const at::Tensor& scales) {
+  if (!DequantOut(out, q) || !OnGpu(q, at::kChar, out.sizes(), out.device()) ||
+      !OnGpu(scales, at::kFloat, {out.size(0)}, out.device()))
+    return false;
+  const c10::cuda::CUDAGuard guard(out.device());
+  const dequant::Int8Layout layout{q.data_ptr<std::int8_t>(), scales.data_ptr<float>(), out.size(1)};
+  k::DequantizeInt8(out.data_ptr(), out.scalar_type() == at::kFloat, layout, out.size(0), Stream(out));
+  return true;
+}
+
+bool DequantizeInt4(const at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+                    const at::Tensor& zeros, std::int64_t group) {
+  if (!DequantOut(out, packed) || group <= 0 || group % 2 != 0) return false;  // dequant_element.h: even groups
+  const std::int64_t rows = out.size(0), cols = out.size(1), groups = (cols + group - 1) / group;
+  if (!OnGpu(packed, at::kByte, {rows, (cols + 1) / 2}, out.device()) ||
+      !OnGpu(scales, at::kHalf, {rows, groups}, out.device()) ||
+      (zeros.defined() && !OnGpu(zeros, at::kByte, {rows, groups}, out.device())))
+    return false;
+  const c10::cuda::CUDAGuard guard(out.device());
+  const dequant::Int4Layout layout{packed.data_ptr<std::uint8_t>(),
+                                   static_cast<const std::uint16_t*>(scales.data_ptr()),
+                                   zeros.defined() ? zeros.data_ptr<std::uint8_t>() : nullptr,
+                                   cols,
+                                   packed.size(1),
+                                   group,
+                                   groups};
+  k::DequantizeInt4(out.data_ptr(), out.scalar_type() == at::kFloat, layout, rows, Stream(out));
+  return true;
 }
 
 }  // namespace unmask::model::fused

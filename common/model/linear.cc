@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/model/fused_ops.h"
 #include "common/model/small_gemm.h"
 #include "common/model/threading.h"
 #include "common/segment/tensor_view.h"
@@ -22,6 +23,8 @@ struct Linear::QuantizedWeight {
   // Tensors path only (data defined): int8 q [rows, cols] + f32 scales [rows], or int4 packed
   // uint8 [rows, ceil(cols/2)] + f16 scales [rows, groups] (+ uint8 zeros, asymmetric).
   at::Tensor data, scales, zeros;
+  // Tensors path on a GPU: one fused kernel a layer (fused_ops.h) instead of ATen's operators.
+  bool fused = false;
 };
 
 namespace {
@@ -171,7 +174,11 @@ at::Tensor PackedTensor(const std::uint8_t* host, const std::uint8_t* device_reg
 void Linear::Dequantize(const QuantizedWeight& q, const at::Tensor& w) {
   if (!q.data.defined()) return DequantizeRowsInto(q.view, w);
   const auto& info = q.view.quant();
-  if (info.scheme == weights::QuantScheme::kInt8PerChannel) {
+  const bool int8 = info.scheme == weights::QuantScheme::kInt8PerChannel;
+  if (q.fused && (int8 ? fused::DequantizeInt8(w, q.data, q.scales)
+                       : fused::DequantizeInt4(w, q.data, q.scales, q.zeros, info.group_size)))
+    return;
+  if (int8) {
     w.copy_(q.data);
     w.mul_(q.scales.unsqueeze(1));
     return;
@@ -205,9 +212,9 @@ Linear Linear::Quantized(const weights::TensorView& view, at::ScalarType compute
 }
 
 Linear Linear::QuantizedTensors(const weights::TensorView& view, at::ScalarType compute_dtype, at::Device device,
-                                const std::uint8_t* device_region) {
+                                const std::uint8_t* device_region, bool fused_kernels) {
   auto q = std::make_shared<QuantizedWeight>(
-      QuantizedWeight{view, DequantDType(compute_dtype), view.rows(), view.cols(), {}, {}, {}});
+      QuantizedWeight{view, DequantDType(compute_dtype), view.rows(), view.cols(), {}, {}, {}, fused_kernels});
   const auto& entry = *view.entry;
   const auto& info = entry.quant;
   const std::int64_t rows = q->rows, cols = q->cols;

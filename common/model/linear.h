@@ -9,7 +9,8 @@
 //   - rows (CPU): a hand-written loop over the segment's bytes, rows split across threads;
 //   - tensors (any device, what CUDA uses): the packed bytes are tensors on the device (views of
 //     a CUDA IPC allocation, or a copy of the packed bytes, still 4/8 bits per weight) and a few
-//     ATen element-wise operations dequantize one layer into the scratch buffer.
+//     ATen element-wise operations dequantize one layer into the scratch buffer; on a GPU with
+//     ModelOptions::fused_kernels, one kernel does (fused_ops.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -31,9 +32,11 @@ class Linear {
   static Linear Quantized(const weights::TensorView& view, at::ScalarType compute_dtype);
   // The tensors path on `device`. `device_region`: the segment's data region already in that
   // device's memory (the manifest offsets index it; it must outlive the layer), or null to copy
-  // the packed bytes (not a dequantized copy) from `view` to the device.
+  // the packed bytes (not a dequantized copy) from `view` to the device. `fused_kernels`: on a
+  // GPU, in a build with the fused kernels, each Apply dequantizes in one kernel (fused_ops.h),
+  // the same bits.
   static Linear QuantizedTensors(const weights::TensorView& view, at::ScalarType compute_dtype, at::Device device,
-                                 const std::uint8_t* device_region = nullptr);
+                                 const std::uint8_t* device_region = nullptr, bool fused_kernels = false);
 
   at::Tensor Apply(const at::Tensor& x) const;
   // The dense weight; for a quantized layer, a freshly dequantized copy.

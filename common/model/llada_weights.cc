@@ -151,7 +151,7 @@ StatusOr<LladaWeights> LoadLladaWeightsFromSegment(const checkpoint::LladaConfig
     any_view = true;
     // On a GPU the packed bytes live there (views of the loader's allocation, or a copy of the
     // packed bytes) and each layer is dequantized there when it runs.
-    if (!device.is_cpu()) return Linear::QuantizedTensors(v, compute, device, region);
+    if (!device.is_cpu()) return Linear::QuantizedTensors(v, compute, device, region, options.fused_kernels);
     return Linear::Quantized(v, compute);
   };
   try {

@@ -37,7 +37,8 @@ struct ModelOptions {
   // the rest of a generation's time is the sampler's (a profiling switch: costs one wait a step).
   bool time_forwards = false;
   // On cuda, in a build with the fused kernels (fused_ops.h): each layer's RMSNorm, rotary
-  // embedding and SiLU product as one kernel each instead of ATen's several, the same bits.
+  // embedding and SiLU product, and an int8/int4 layer's dequantization, as one kernel each
+  // instead of ATen's several, the same bits.
   bool fused_kernels = false;
 };
 

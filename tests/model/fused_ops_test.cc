@@ -24,6 +24,23 @@ TEST(FusedOpsTest, StandAsideWhereTheyDoNotApply) {
   EXPECT_FALSE(fused::Rotary(x, cos, sin).defined());
   EXPECT_FALSE(fused::SiluMul(x, x).defined());
   EXPECT_FALSE(fused::RmsNorm(x.to(at::kFloat), w.to(at::kFloat), 1e-5).defined()) << "float32";
+  // Dequantization: CPU tensors, and (where a GPU exists) shapes that do not fit, leave out alone.
+  const at::Tensor out = at::full({4, 8}, 3.0f), q = at::zeros({4, 8}, at::kChar), scales = at::ones({4});
+  EXPECT_FALSE(fused::DequantizeInt8(out, q, scales));
+  EXPECT_FALSE(fused::DequantizeInt4(out, at::zeros({4, 4}, at::kByte), at::ones({4, 1}, at::kHalf), {}, 8));
+  EXPECT_TRUE(at::equal(out, at::full({4, 8}, 3.0f)));
+  if (fused::Available() && at::hasCUDA()) {
+    const at::Device gpu(at::kCUDA, 0);
+    const at::Tensor g = out.to(gpu);
+    EXPECT_FALSE(fused::DequantizeInt8(g, q.to(gpu), at::ones({3}, gpu))) << "scales of another row count";
+    EXPECT_FALSE(fused::DequantizeInt4(g, at::zeros({4, 3}, at::TensorOptions(at::kByte).device(gpu)),
+                                       at::ones({4, 1}, at::TensorOptions(at::kHalf).device(gpu)), {}, 8))
+        << "packed bytes of another width";
+    EXPECT_FALSE(fused::DequantizeInt4(g, at::zeros({4, 4}, at::TensorOptions(at::kByte).device(gpu)),
+                                       at::ones({4, 1}, at::TensorOptions(at::kHalf).device(gpu)), {}, 0))
+        << "group 0";
+    EXPECT_TRUE(at::equal(g.cpu(), at::full({4, 8}, 3.0f)));
+  }
 }
 
 bool HaveGpuKernels() { return fused::Available() && at::hasCUDA(); }

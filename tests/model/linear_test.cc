@@ -2,13 +2,17 @@
 // tensors path (ATen element-wise operations, what a GPU runs; here on CPU tensors). They must
 // give the same bits, for every scheme and for shapes whose last group or byte is partial.
 #include <ATen/ATen.h>
+#include <ATen/Context.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "common/model/dequant_element.h"
+#include "common/model/fused_ops.h"
 #include "common/model/linear.h"
+#include "common/quant/convert.h"
 #include "common/quant/int4_groupwise.h"
 #include "common/quant/int8_per_channel.h"
 #include "common/segment/manifest.h"
@@ -148,6 +152,78 @@ TEST(QuantizedLinearTest, ScratchIsReusedAcrossLayersOfOneThread) {
   EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b, 1e-5, 1e-5));
   (void)a.Apply(xa);
   EXPECT_TRUE(at::allclose(b.Apply(xb), expect_b, 1e-5, 1e-5));
+}
+
+// The element functions the fused CUDA kernels run (dequant_element.h), run here on the host over
+// every element in the kernels' order (a row at a time; int4 a packed byte at a time): the ATen
+// tensors path's bits, for both output types. This is the kernels' arithmetic and indexing; only
+// the launch is left to the GPU test below.
+template <typename Out>
+std::vector<Out> ByElementFunctions(const PackedLayer& layer) {
+  const auto& e = layer.entry;
+  const std::int64_t rows = e.shape[0], cols = e.shape[1];
+  std::vector<Out> out(static_cast<std::size_t>(rows * cols));
+  const std::uint8_t* base = layer.region.data();
+  if (e.quant.scheme == QuantScheme::kInt8PerChannel) {
+    const dequant::Int8Layout l{reinterpret_cast<const std::int8_t*>(base),
+                                reinterpret_cast<const float*>(base + e.quant.scales_offset), cols};
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) dequant::Int8Element(l, r, c, out.data() + r * cols);
+  } else {
+    const std::int64_t group = e.quant.group_size, groups = (cols + group - 1) / group, pb = (cols + 1) / 2;
+    const dequant::Int4Layout l{base, reinterpret_cast<const std::uint16_t*>(base + e.quant.scales_offset),
+                                e.quant.symmetric ? nullptr : base + e.quant.zeros_offset, cols, pb, group, groups};
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t p = 0; p < pb; ++p) dequant::Int4Byte(l, r, p, out.data() + r * cols);
+  }
+  return out;
+}
+
+TEST(FusedDequantizationTest, ElementFunctionsGiveTheTensorsPathsBits) {
+  for (auto& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    const at::Tensor f32 = Linear::QuantizedTensors(c.layer.view(), at::kFloat, at::Device(at::kCPU)).weight();
+    const at::Tensor bf16 = Linear::QuantizedTensors(c.layer.view(), at::kBFloat16, at::Device(at::kCPU)).weight();
+    const auto a = ByElementFunctions<float>(c.layer);
+    const auto b = ByElementFunctions<std::uint16_t>(c.layer);
+    ASSERT_EQ(static_cast<std::int64_t>(a.size()), f32.numel());
+    EXPECT_EQ(std::memcmp(a.data(), f32.data_ptr(), a.size() * sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(b.data(), bf16.data_ptr(), b.size() * sizeof(std::uint16_t)), 0);
+  }
+}
+
+// The conversions the element functions carry (device code cannot call convert.h): every f16
+// bit pattern, subnormals and Inf/NaN included, and float32 values around bf16's rounding ties.
+TEST(FusedDequantizationTest, ConversionsMatchTheHostOnes) {
+  for (std::uint32_t h = 0; h <= 0xFFFFu; ++h) {
+    const float a = dequant::HalfToFloat(static_cast<std::uint16_t>(h)), b = weights::F16ToF32(static_cast<std::uint16_t>(h));
+    ASSERT_EQ(weights::FloatBits(a), weights::FloatBits(b)) << "f16 bits " << h;
+  }
+  std::mt19937 gen(3);
+  for (int i = 0; i < 200000; ++i) {
+    // Low 16 bits near the tie (0x8000) half of the time, any bits otherwise.
+    std::uint32_t u = gen();
+    if (i % 2 == 0) u = (u & 0xFFFF0000u) | (0x7FFEu + (u & 3u));
+    const float f = weights::BitsToFloat(u);
+    const std::uint16_t want = f != f ? std::uint16_t{0x7FC0} : c10::BFloat16(f).x;
+    ASSERT_EQ(dequant::RoundToBf16(f), want) << "float bits " << u;
+  }
+}
+
+// The fused kernels on a GPU against ATen's operators there: the same bits for every case.
+TEST(FusedDequantizationTest, KernelsGiveTheAtenOperatorsBitsOnAGpu) {
+  if (!fused::Available() || !at::hasCUDA()) GTEST_SKIP() << "needs a GPU and a build with the CUDA kernels";
+  const at::Device gpu(at::kCUDA, 0);
+  for (auto& c : Cases()) {
+    for (at::ScalarType compute : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE(std::string(c.name) + (compute == at::kFloat ? " f32" : " bf16"));
+      const Linear plain = Linear::QuantizedTensors(c.layer.view(), compute, gpu);
+      const Linear fused = Linear::QuantizedTensors(c.layer.view(), compute, gpu, nullptr, /*fused_kernels=*/true);
+      EXPECT_TRUE(at::equal(plain.weight(), fused.weight()));
+      const at::Tensor x = at::randn({3, 2, c.layer.entry.shape[1]}, at::TensorOptions().dtype(compute).device(gpu));
+      EXPECT_TRUE(at::equal(plain.Apply(x), fused.Apply(x)));
+    }
+  }
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 #   - dual_cache and dual_cache+threshold, eager and with graphs,
 #   - gen_length 1024, batches of 8 and 32 prompts (one generation of several rows), and 32
 #     generations 8 and 32 at once as the executor batches them (bench_step_batch),
-#   - int8 and int4 weights (--weights), peak GPU memory of every run (nvidia-smi, polled).
+#   - int8 and int4 weights (--weights), dequantized by ATen's operators and by one fused kernel a
+#     layer (--fused-kernels), peak GPU memory of every run (nvidia-smi, polled).
 # Every unmask run is one line of $OUT/results.jsonl; bench/gpu/gpu_report.py turns them and
 # $OUT/official.json into the tables of docs/benchmarks.md. Stages run in order of importance and
 # a stage that would start after LIMIT seconds is skipped, so a lease always brings back figures.
@@ -184,12 +185,17 @@ B=(--gen-length "$SHORT" --block-length 32 --steps "$SHORT" --cuda-graphs)
 run dualthr_batch8 --sampler dual_cache+threshold "${BATCH8[@]}" "${B[@]}" --repeat 2
 run dualthr_batch32 --sampler dual_cache+threshold "${BATCH32[@]}" "${B[@]}" --repeat 1
 run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
+# The same with each layer dequantized by one fused kernel (--fused-kernels): the speed, the peak
+# memory without ATen's temporaries (the 8 GiB goal), and ids equal to the line above.
+run int4_dualthr_fk --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs \
+  --fused-kernels
 # Measured in earlier leases; last, so that a short lease skips them first.
 run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dualthr_eager --sampler dual_cache+threshold "${G[@]}" --repeat 2
 run ref_long_eager --sampler reference "${L[@]}" --repeat 2
 run dual_long_graphs --sampler dual_cache "${L[@]}" --repeat 2 --cuda-graphs
 run int8_dualthr --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
+run int8_dualthr_fk --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs --fused-kernels
 # Memory at the long length: one step per block is enough to reach the peak.
 run int4_long_mem --weights int4:g64 --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" \
   --block-length 32 --steps $((LONG / 32)) --repeat 1

@@ -425,7 +425,8 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--cuda-graphs", opts->cuda_graphs,
                 "cuda: capture the generation's repeating forwards as CUDA graphs and replay them");
   cmd->add_flag("--fused-kernels", opts->fused_kernels,
-                "cuda: each layer's RMSNorm, rotary embedding and SiLU product as one kernel each (the same bits)");
+                "cuda: each layer's RMSNorm, rotary embedding and SiLU product, and an int8/int4 layer's "
+                "dequantization, as one kernel each (the same bits)");
   cmd->add_flag("--time-forwards", opts->time_forwards,
                 "Wait for each forward on the device, so --json's forward_seconds is the forwards' whole time");
   cmd->add_option("--repeat", opts->repeat, "Run the generation this many times on the loaded model (--json: runs_seconds)")
