@@ -271,8 +271,9 @@ std::uint64_t DequantScratchBytes(const checkpoint::LladaConfig& config, const w
   u64 largest = 0;
   for (const auto& t : checkpoint::ExpectedTensors(config)) {
     if (weights::StorageFor(spec, t.name, t.shape).scheme == weights::QuantScheme::kNone) continue;
-    u64 elements = 1;
-    for (auto dim : t.shape) elements = Mul({elements, AtLeast1(dim)});
+    // 2-D (only those are quantized): the rows dequantized at once times the columns.
+    const std::int64_t rows = t.shape.empty() ? 1 : t.shape.front(), cols = t.shape.size() < 2 ? 1 : t.shape[1];
+    const u64 elements = Mul({AtLeast1(weights::DequantChunkRows(rows, cols)), AtLeast1(cols)});
     largest = std::max(largest, elements);
   }
   return Mul({largest, compute_dtype_bytes == 4 ? 4u : 2u});

@@ -131,8 +131,9 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
 StatusOr<std::uint64_t> WeightBytes(const checkpoint::LladaConfig& config, const weights::PrecisionSpec& spec);
 
 // Bytes of the buffer quantized linear layers are dequantized into before each matmul
-// (common/model/linear.h): the largest quantized layer at float32 when compute_dtype_bytes is 4,
-// else at bf16; 0 when `spec` quantizes nothing. One buffer per thread that runs a forward.
+// (common/model/linear.h): the largest quantized layer, or its chunk of DequantChunkRows rows
+// (quant_policy.h), at float32 when compute_dtype_bytes is 4, else at bf16; 0 when `spec`
+// quantizes nothing. One buffer per thread that runs a forward.
 std::uint64_t DequantScratchBytes(const checkpoint::LladaConfig& config, const weights::PrecisionSpec& spec,
                                   int compute_dtype_bytes);
 

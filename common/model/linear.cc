@@ -11,6 +11,7 @@
 #include "common/model/fused_ops.h"
 #include "common/model/small_gemm.h"
 #include "common/model/threading.h"
+#include "common/quant/quant_policy.h"
 #include "common/segment/tensor_view.h"
 
 namespace unmask::model {
@@ -31,15 +32,15 @@ namespace {
 
 at::ScalarType DequantDType(at::ScalarType compute) { return compute == at::kFloat ? at::kFloat : at::kBFloat16; }
 
-// Rows path: dequantizes the view into `out` ([rows, cols], contiguous, CPU), rows split across
-// the intra-op threads.
-void DequantizeRowsInto(const weights::TensorView& view, const at::Tensor& out) {
+// Rows path: dequantizes rows [first, first + out.size(0)) of the view into `out` ([rows, cols],
+// contiguous, CPU), rows split across the intra-op threads.
+void DequantizeRowsInto(const weights::TensorView& view, std::int64_t first, const at::Tensor& out) {
   const std::int64_t rows = out.size(0), cols = out.size(1);
   const bool f32 = out.scalar_type() == at::kFloat;
   std::string error;
   at::parallel_for(0, rows, 64, [&](std::int64_t begin, std::int64_t end) {
-    Status s = f32 ? weights::DequantizeRows(view, begin, end, out.data_ptr<float>() + begin * cols)
-                   : weights::DequantizeRowsBf16(view, begin, end,
+    Status s = f32 ? weights::DequantizeRows(view, first + begin, first + end, out.data_ptr<float>() + begin * cols)
+                   : weights::DequantizeRowsBf16(view, first + begin, first + end,
                                                  reinterpret_cast<std::uint16_t*>(out.data_ptr<at::BFloat16>()) + begin * cols);
     if (!s.ok()) error = s.ToString();
   });
@@ -171,37 +172,40 @@ at::Tensor PackedTensor(const std::uint8_t* host, const std::uint8_t* device_reg
 
 // Tensors path. Every step is exact in the dequantization dtype except the final product with
 // the scale, which rounds once, as the rows path does: both give the same bits.
-void Linear::Dequantize(const QuantizedWeight& q, const at::Tensor& w) {
-  if (!q.data.defined()) return DequantizeRowsInto(q.view, w);
+void Linear::Dequantize(const QuantizedWeight& q, std::int64_t first, const at::Tensor& w) {
+  if (!q.data.defined()) return DequantizeRowsInto(q.view, first, w);
+  const std::int64_t rows = w.size(0);
+  auto part = [&](const at::Tensor& t) { return t.defined() ? t.narrow(0, first, rows) : t; };
+  const at::Tensor data = part(q.data), scales = part(q.scales), zeros = part(q.zeros);
   const auto& info = q.view.quant();
   const bool int8 = info.scheme == weights::QuantScheme::kInt8PerChannel;
-  if (q.fused && (int8 ? fused::DequantizeInt8(w, q.data, q.scales)
-                       : fused::DequantizeInt4(w, q.data, q.scales, q.zeros, info.group_size)))
+  if (q.fused && (int8 ? fused::DequantizeInt8(w, data, scales)
+                       : fused::DequantizeInt4(w, data, scales, zeros, info.group_size)))
     return;
   if (int8) {
-    w.copy_(q.data);
-    w.mul_(q.scales.unsqueeze(1));
+    w.copy_(data);
+    w.mul_(scales.unsqueeze(1));
     return;
   }
-  const std::int64_t pb = q.data.size(1), group = info.group_size;
-  at::Tensor lo = q.data.bitwise_and(15), hi = q.data.__rshift__(4);
+  const std::int64_t pb = data.size(1), group = info.group_size;
+  at::Tensor lo = data.bitwise_and(15), hi = data.__rshift__(4);
   if (info.symmetric) {  // two's-complement nibbles: (n ^ 8) - 8
     lo.bitwise_xor_(8);
     hi.bitwise_xor_(8);
   }
   if (q.cols == 2 * pb) {
-    at::Tensor pairs = w.view({q.rows, pb, 2});
+    at::Tensor pairs = w.view({rows, pb, 2});
     pairs.select(2, 0).copy_(lo);
     pairs.select(2, 1).copy_(hi);
   } else {
-    w.copy_(at::stack({lo, hi}, 2).view({q.rows, 2 * pb}).narrow(1, 0, q.cols));
+    w.copy_(at::stack({lo, hi}, 2).view({rows, 2 * pb}).narrow(1, 0, q.cols));
   }
   if (info.symmetric) w.sub_(8);
   const bool whole_groups = q.cols % group == 0;
-  at::Tensor grouped = whole_groups ? w.view({q.rows, q.cols / group, group}) : w;
+  at::Tensor grouped = whole_groups ? w.view({rows, q.cols / group, group}) : w;
   auto per_group = [&](const at::Tensor& t) { return whole_groups ? t.unsqueeze(2) : Grouped(t, group, q.cols); };
-  if (!info.symmetric) grouped.sub_(per_group(q.zeros));
-  grouped.mul_(per_group(q.scales));
+  if (!info.symmetric) grouped.sub_(per_group(zeros));
+  grouped.mul_(per_group(scales));
 }
 
 Linear Linear::Quantized(const weights::TensorView& view, at::ScalarType compute_dtype) {
@@ -238,18 +242,34 @@ at::Device Linear::device() const {
   return quantized_->data.defined() ? quantized_->data.device() : at::Device(at::kCPU);
 }
 
+// A layer larger than the scratch cap (a quantized LM head) is dequantized and multiplied in
+// chunks of output features (weights::DequantChunkRows), each product written into its columns.
 at::Tensor Linear::Apply(const at::Tensor& x) const {
   if (!quantized_) return Product(x, weight_);
   const auto& q = *quantized_;
-  at::Tensor w = Scratch(q.rows, q.cols, q.dtype, device());
-  Dequantize(q, w);
-  return Product(x.to(q.dtype), w).to(x.scalar_type());
+  const at::Tensor xq = x.to(q.dtype);
+  const std::int64_t chunk = weights::DequantChunkRows(q.rows, q.cols);
+  if (chunk >= q.rows) {
+    at::Tensor w = Scratch(q.rows, q.cols, q.dtype, device());
+    Dequantize(q, 0, w);
+    return Product(xq, w).to(x.scalar_type());
+  }
+  std::vector<std::int64_t> sizes = x.sizes().vec();
+  sizes.back() = q.rows;
+  at::Tensor y = at::empty(sizes, xq.options());
+  for (std::int64_t first = 0; first < q.rows; first += chunk) {
+    const std::int64_t n = std::min(chunk, q.rows - first);
+    at::Tensor w = Scratch(n, q.cols, q.dtype, device());
+    Dequantize(q, first, w);
+    y.narrow(-1, first, n).copy_(Product(xq, w));
+  }
+  return y.to(x.scalar_type());
 }
 
 at::Tensor Linear::weight() const {
   if (!quantized_) return weight_;
   at::Tensor w = at::empty({quantized_->rows, quantized_->cols}, at::TensorOptions().dtype(quantized_->dtype).device(device()));
-  Dequantize(*quantized_, w);
+  Dequantize(*quantized_, 0, w);
   return w;
 }
 

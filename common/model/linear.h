@@ -4,8 +4,10 @@
 // Dense: W is a tensor in the compute dtype (possibly a zero-copy view into a mapped file or
 // shared segment). Quantized (int8 per channel, int4 group-wise): W stays in its packed bytes in
 // the shared segment; Apply() dequantizes it into a per-thread scratch buffer that is reused by
-// every quantized layer, so only one layer's weights exist at 16/32 bits at any time. Two ways
-// to dequantize, with the same results bit for bit:
+// every quantized layer, so only one layer's weights exist at 16/32 bits at any time (of a layer
+// above weights::kMaxDequantScratchElements, a quantized LM head, a chunk of its rows at a time:
+// each chunk's product fills its output columns). Two ways to dequantize, with the same results
+// bit for bit:
 //   - rows (CPU): a hand-written loop over the segment's bytes, rows split across threads;
 //   - tensors (any device, what CUDA uses): the packed bytes are tensors on the device (views of
 //     a CUDA IPC allocation, or a copy of the packed bytes, still 4/8 bits per weight) and a few
@@ -46,8 +48,9 @@ class Linear {
 
  private:
   struct QuantizedWeight;
-  // Dequantizes the whole layer into `out` ([rows, cols], on the layer's device).
-  static void Dequantize(const QuantizedWeight& q, const at::Tensor& out);
+  // Dequantizes rows [first, first + out.size(0)) of the layer into `out` ([n, cols], contiguous,
+  // on the layer's device).
+  static void Dequantize(const QuantizedWeight& q, std::int64_t first, const at::Tensor& out);
   at::Device device() const;
 
   at::Tensor weight_;                                // [out, in], compute dtype

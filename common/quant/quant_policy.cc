@@ -250,4 +250,9 @@ TensorStorage StorageFor(const PrecisionSpec& spec, const std::string& name, con
   return st;
 }
 
+std::int64_t DequantChunkRows(std::int64_t rows, std::int64_t cols) {
+  if (cols <= 0 || rows <= kMaxDequantScratchElements / cols) return rows;
+  return std::max<std::int64_t>(1, kMaxDequantScratchElements / cols);
+}
+
 }  // namespace unmask::weights

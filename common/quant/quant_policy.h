@@ -73,4 +73,11 @@ struct TensorStorage {
 // ever quantized.
 TensorStorage StorageFor(const PrecisionSpec& spec, const std::string& name, const std::vector<std::int64_t>& shape);
 
+// A quantized [rows, cols] layer is dequantized (common/model/linear.h) all at once, or, where it
+// holds more than kMaxDequantScratchElements, in chunks of this many rows (at least one), so that
+// the scratch of a quantized LM head (126464 x 4096 for LLaDA-8B: 1 GiB in bf16) is a fraction of
+// it. The memory model (common/fitting) counts the same scratch.
+inline constexpr std::int64_t kMaxDequantScratchElements = std::int64_t{64} << 20;
+std::int64_t DequantChunkRows(std::int64_t rows, std::int64_t cols);
+
 }  // namespace unmask::weights

@@ -427,7 +427,18 @@ TEST(DequantScratchBytes, LargestQuantizedLayerAtTheComputeWidth) {
   EXPECT_EQ(DequantScratchBytes(config, bf16, 4), 0u);
   EXPECT_EQ(DequantScratchBytes(config, int4, 4), 12288ull * 4096 * 4);  // the MLP projections
   EXPECT_EQ(DequantScratchBytes(config, int4, 2), 12288ull * 4096 * 2);
-  EXPECT_EQ(DequantScratchBytes(config, int4_head, 2), 126464ull * 4096 * 2);  // the LM head
+  // The LM head (126464 x 4096) is dequantized 16384 rows at a time (64 Mi elements).
+  EXPECT_EQ(DequantScratchBytes(config, int4_head, 2), 16384ull * 4096 * 2);
+  EXPECT_EQ(DequantScratchBytes(config, int4_head, 4), 16384ull * 4096 * 4);
+}
+
+TEST(DequantChunkRows, AllRowsUpToTheCapThenAsManyAsFit) {
+  EXPECT_EQ(weights::DequantChunkRows(12288, 4096), 12288);  // 48 Mi elements: at once
+  EXPECT_EQ(weights::DequantChunkRows(16384, 4096), 16384);  // exactly the cap
+  EXPECT_EQ(weights::DequantChunkRows(16385, 4096), 16384);
+  EXPECT_EQ(weights::DequantChunkRows(126464, 4096), 16384);
+  EXPECT_EQ(weights::DequantChunkRows(10, std::int64_t{1} << 30), 1);  // a row above the cap: one at a time
+  EXPECT_EQ(weights::DequantChunkRows(7, 0), 7);
 }
 
 TEST(HumanBytes, Units) {

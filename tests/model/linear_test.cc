@@ -15,6 +15,7 @@
 #include "common/quant/convert.h"
 #include "common/quant/int4_groupwise.h"
 #include "common/quant/int8_per_channel.h"
+#include "common/quant/quant_policy.h"
 #include "common/segment/manifest.h"
 #include "common/segment/tensor_view.h"
 
@@ -134,6 +135,27 @@ TEST(QuantizedLinearTest, TensorsPathStaysWithinTheQuantizationErrorOfTheOrigina
     EXPECT_LE((w - original).abs().max().item<float>(), max_abs / 7.0f / 2.0f * 1.01f);
     EXPECT_GT((w - original).abs().max().item<float>(), 0.0f);  // it was quantized, not copied
   }
+}
+
+// A layer above the scratch cap (weights::kMaxDequantScratchElements; an 8B model's quantized LM
+// head) is dequantized and multiplied a chunk of rows at a time: here 16380 rows, then 5. Every
+// output column is the whole dequantized weight's, and both paths agree bit for bit.
+TEST(QuantizedLinearTest, ALayerAboveTheScratchCapIsAppliedInChunks) {
+  const std::int64_t cols = 4097, chunk = weights::kMaxDequantScratchElements / cols, rows = chunk + 5;
+  ASSERT_EQ(weights::DequantChunkRows(rows, cols), chunk);
+  const PackedLayer layer = Int8Layer(rows, cols);
+  const Linear by_rows = Linear::Quantized(layer.view(), at::kFloat);
+  const Linear by_tensors = Linear::QuantizedTensors(layer.view(), at::kFloat, at::Device(at::kCPU));
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({2, cols});
+  const at::Tensor y = by_rows.Apply(x);
+  ASSERT_EQ(y.sizes(), (std::vector<std::int64_t>{2, rows}));
+  EXPECT_TRUE(at::equal(y, by_tensors.Apply(x)));
+  const at::Tensor expect = at::matmul(x, by_rows.weight().t());
+  // The few-row kernel and the BLAS sum in different orders; a chunk in the wrong columns or
+  // rows would be off by the values themselves (about 0.05 * sqrt(4097) ~ 3).
+  EXPECT_TRUE(at::allclose(y, expect, 1e-4, 1e-4)) << "max |diff| " << (y - expect).abs().max().item<float>();
+  EXPECT_TRUE(at::allclose(y.narrow(1, chunk, 5), expect.narrow(1, chunk, 5), 1e-4, 1e-4)) << "the last chunk";
 }
 
 TEST(QuantizedLinearTest, ScratchIsReusedAcrossLayersOfOneThread) {
