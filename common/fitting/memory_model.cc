@@ -271,6 +271,8 @@ std::uint64_t DequantScratchBytes(const checkpoint::LladaConfig& config, const w
   u64 largest = 0;
   for (const auto& t : checkpoint::ExpectedTensors(config)) {
     if (weights::StorageFor(spec, t.name, t.shape).scheme == weights::QuantScheme::kNone) continue;
+    // A quantized embedding table dequantizes only the rows it looks up, unless it is also the head.
+    if (weights::ClassifyTensor(t.name) == weights::TensorRole::kEmbedding && !config.weight_tying) continue;
     // 2-D (only those are quantized): the rows dequantized at once times the columns.
     const std::int64_t rows = t.shape.empty() ? 1 : t.shape.front(), cols = t.shape.size() < 2 ? 1 : t.shape[1];
     const u64 elements = Mul({AtLeast1(weights::DequantChunkRows(rows, cols)), AtLeast1(cols)});

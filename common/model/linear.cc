@@ -174,9 +174,13 @@ at::Tensor PackedTensor(const std::uint8_t* host, const std::uint8_t* device_reg
 // the scale, which rounds once, as the rows path does: both give the same bits.
 void Linear::Dequantize(const QuantizedWeight& q, std::int64_t first, const at::Tensor& w) {
   if (!q.data.defined()) return DequantizeRowsInto(q.view, first, w);
+  auto part = [&](const at::Tensor& t) { return t.defined() ? t.narrow(0, first, w.size(0)) : t; };
+  DequantizeTensors(q, part(q.data), part(q.scales), part(q.zeros), w);
+}
+
+void Linear::DequantizeTensors(const QuantizedWeight& q, const at::Tensor& data, const at::Tensor& scales,
+                               const at::Tensor& zeros, const at::Tensor& w) {
   const std::int64_t rows = w.size(0);
-  auto part = [&](const at::Tensor& t) { return t.defined() ? t.narrow(0, first, rows) : t; };
-  const at::Tensor data = part(q.data), scales = part(q.scales), zeros = part(q.zeros);
   const auto& info = q.view.quant();
   const bool int8 = info.scheme == weights::QuantScheme::kInt8PerChannel;
   if (q.fused && (int8 ? fused::DequantizeInt8(w, data, scales)
@@ -264,6 +268,32 @@ at::Tensor Linear::Apply(const at::Tensor& x) const {
     y.narrow(-1, first, n).copy_(Product(xq, w));
   }
   return y.to(x.scalar_type());
+}
+
+at::Tensor Linear::Rows(const at::Tensor& ids) const {
+  if (!quantized_) return at::embedding(weight_, ids);
+  const auto& q = *quantized_;
+  const at::Tensor flat = ids.reshape({-1}).to(at::kLong);
+  const std::int64_t n = flat.numel();
+  std::vector<std::int64_t> sizes = ids.sizes().vec();
+  sizes.push_back(q.cols);
+  at::Tensor out = at::empty({n, q.cols}, at::TensorOptions().dtype(q.dtype).device(device()));
+  if (!q.data.defined()) {  // rows path: each id's row from the segment's bytes
+    const at::Tensor host = flat.cpu().contiguous();
+    const auto* id = host.data_ptr<std::int64_t>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      TORCH_CHECK(id[i] >= 0 && id[i] < q.rows, "embedding: token id ", id[i], " is outside the ", q.rows,
+                  " rows of tensor '", q.view.name(), "'");
+      DequantizeRowsInto(q.view, id[i], out.narrow(0, i, 1));
+    }
+    return out.view(sizes);
+  }
+  // Tensors path: no host-side check (it would wait for the device and break a CUDA graph's
+  // capture); index_select checks the ids as at::embedding does on the same device.
+  const at::Tensor at_device = flat.to(q.data.device());
+  auto gather = [&](const at::Tensor& t) { return t.defined() ? t.index_select(0, at_device) : t; };
+  DequantizeTensors(q, gather(q.data), gather(q.scales), gather(q.zeros), out);
+  return out.view(sizes);
 }
 
 at::Tensor Linear::weight() const {

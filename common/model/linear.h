@@ -41,6 +41,9 @@ class Linear {
                                  const std::uint8_t* device_region = nullptr, bool fused_kernels = false);
 
   at::Tensor Apply(const at::Tensor& x) const;
+  // The rows of W at `ids` (int64, any shape): an embedding lookup, [ids..., in_features]. A
+  // quantized table dequantizes only those rows. Throws where an id is outside [0, out_features).
+  at::Tensor Rows(const at::Tensor& ids) const;
   // The dense weight; for a quantized layer, a freshly dequantized copy.
   at::Tensor weight() const;
   std::int64_t out_features() const;
@@ -51,6 +54,9 @@ class Linear {
   // Dequantizes rows [first, first + out.size(0)) of the layer into `out` ([n, cols], contiguous,
   // on the layer's device).
   static void Dequantize(const QuantizedWeight& q, std::int64_t first, const at::Tensor& out);
+  // The tensors path on the packed tensors of some rows (a range, or gathered rows) into `out`.
+  static void DequantizeTensors(const QuantizedWeight& q, const at::Tensor& data, const at::Tensor& scales,
+                                const at::Tensor& zeros, const at::Tensor& out);
   at::Device device() const;
 
   at::Tensor weight_;                                // [out, in], compute dtype

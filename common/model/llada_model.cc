@@ -36,7 +36,7 @@ at::ScalarType LladaModel::compute_dtype() const { return ToScalarType(options_.
 
 // The table may be kept in its storage type (bf16 computed in fp32): rows are widened as looked up.
 at::Tensor LladaModel::Embed(const at::Tensor& ids) const {
-  at::Tensor x = at::embedding(weights_.wte, ids);
+  at::Tensor x = weights_.wte.Rows(ids);
   return x.scalar_type() == compute_dtype() ? x : x.to(compute_dtype());
 }
 

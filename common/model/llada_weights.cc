@@ -28,7 +28,7 @@ StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const Wei
   const auto& linear = read.linear;
   LladaWeights w;
   const std::string p = "model.transformer.";
-  UNMASK_ASSIGN_OR_RETURN(w.wte, dense(p + "wte.weight", /*keep_stored=*/true));
+  UNMASK_ASSIGN_OR_RETURN(w.wte, linear(p + "wte.weight"));  // dense ones are kept as stored, as the layers
   for (std::int64_t i = 0; i < config.n_layers; ++i) {
     const std::string b = p + "blocks." + std::to_string(i) + ".";
     LladaBlockWeights blk;
@@ -45,7 +45,7 @@ StatusOr<LladaWeights> Assemble(const checkpoint::LladaConfig& config, const Wei
   }
   UNMASK_ASSIGN_OR_RETURN(w.ln_f, dense(p + "ln_f.weight", false));
   if (config.weight_tying) {
-    w.lm_head = Linear(w.wte);
+    w.lm_head = w.wte;
   } else {
     UNMASK_ASSIGN_OR_RETURN(w.lm_head, linear(p + "ff_out.weight"));
   }

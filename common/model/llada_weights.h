@@ -32,7 +32,7 @@ struct LladaBlockWeights {
 };
 
 struct LladaWeights {
-  at::Tensor wte;  // [embedding_size, d_model]
+  Linear wte;  // [embedding_size, d_model]: the table (Rows() looks ids up), quantized with ":emb"
   std::vector<LladaBlockWeights> blocks;
   at::Tensor ln_f;
   Linear lm_head;  // ff_out, or wte when weight_tying

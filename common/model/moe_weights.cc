@@ -102,15 +102,14 @@ StatusOr<LladaBlockWeights> ReadLayer(const LladaConfig& c, const WeightReaders&
 StatusOr<LladaWeights> AssembleMoeFamily(const LladaConfig& c, const WeightReaders& read) {
   LladaWeights w;
   const bool llada2 = c.architecture == Architecture::kLlada2Moe;
-  UNMASK_ASSIGN_OR_RETURN(w.wte, read.dense(llada2 ? "model.word_embeddings.weight" : "model.embed_tokens.weight",
-                                            /*keep_stored=*/true));
+  UNMASK_ASSIGN_OR_RETURN(w.wte, read.linear(llada2 ? "model.word_embeddings.weight" : "model.embed_tokens.weight"));
   for (std::int64_t i = 0; i < c.n_layers; ++i) {
     UNMASK_ASSIGN_OR_RETURN(LladaBlockWeights blk, ReadLayer(c, read, i));
     w.blocks.push_back(std::move(blk));
   }
   UNMASK_ASSIGN_OR_RETURN(w.ln_f, read.dense("model.norm.weight", false));
   if (c.weight_tying) {
-    w.lm_head = Linear(w.wte);
+    w.lm_head = w.wte;
   } else {
     UNMASK_ASSIGN_OR_RETURN(w.lm_head, read.linear("lm_head.weight"));
   }

@@ -3,6 +3,7 @@
 // give the same bits, for every scheme and for shapes whose last group or byte is partial.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -158,6 +159,37 @@ TEST(QuantizedLinearTest, ALayerAboveTheScratchCapIsAppliedInChunks) {
   EXPECT_TRUE(at::allclose(y.narrow(1, chunk, 5), expect.narrow(1, chunk, 5), 1e-4, 1e-4)) << "the last chunk";
 }
 
+// Rows(ids), an embedding lookup: the dequantized weight's rows, on both paths and in both
+// dtypes, for ids of any shape (repeats and the last row included); a dense layer's is
+// at::embedding's. An id outside the table is refused, by name on the rows path.
+TEST(QuantizedLinearTest, RowsAreTheDequantizedWeightsRows) {
+  for (auto& c : Cases()) {
+    const std::int64_t rows = c.layer.entry.shape[0];
+    const at::Tensor ids = at::tensor(std::vector<std::int64_t>{rows - 1, 0, 3, 3, 1, rows - 1}).view({2, 3});
+    for (at::ScalarType compute : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE(std::string(c.name) + (compute == at::kFloat ? " f32" : " bf16"));
+      const Linear by_rows = Linear::Quantized(c.layer.view(), compute);
+      const Linear by_tensors = Linear::QuantizedTensors(c.layer.view(), compute, at::Device(at::kCPU));
+      const at::Tensor expect = by_rows.weight().index_select(0, ids.view({-1})).view({2, 3, -1});
+      EXPECT_TRUE(at::equal(by_rows.Rows(ids), expect));
+      EXPECT_TRUE(at::equal(by_tensors.Rows(ids), expect));
+      const at::Tensor bad = at::tensor(std::vector<std::int64_t>{0, rows});
+      try {
+        (void)by_rows.Rows(bad);
+        ADD_FAILURE() << "an id past the table was looked up";
+      } catch (const std::exception& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("token id " + std::to_string(rows) + " is outside the " +
+                                                  std::to_string(rows) + " rows of tensor '" + c.layer.entry.name + "'"));
+      }
+      EXPECT_ANY_THROW((void)by_tensors.Rows(bad));
+      EXPECT_ANY_THROW((void)by_rows.Rows(at::tensor(std::vector<std::int64_t>{-1})));
+    }
+  }
+  const at::Tensor table = at::randn({7, 5});
+  const at::Tensor ids = at::tensor(std::vector<std::int64_t>{6, 0, 2});
+  EXPECT_TRUE(at::equal(Linear(table).Rows(ids), at::embedding(table, ids)));
+}
+
 TEST(QuantizedLinearTest, ScratchIsReusedAcrossLayersOfOneThread) {
   // Two layers applied one after the other on one thread: the second must not see the first's
   // weights (the scratch is overwritten completely, also when the second layer is smaller).
@@ -232,7 +264,8 @@ TEST(FusedDequantizationTest, ConversionsMatchTheHostOnes) {
   }
 }
 
-// The fused kernels on a GPU against ATen's operators there: the same bits for every case.
+// The fused kernels on a GPU against ATen's operators there: the same bits for every case, and
+// looked-up rows (a quantized embedding table) equal to the CPU rows path's.
 TEST(FusedDequantizationTest, KernelsGiveTheAtenOperatorsBitsOnAGpu) {
   if (!fused::Available() || !at::hasCUDA()) GTEST_SKIP() << "needs a GPU and a build with the CUDA kernels";
   const at::Device gpu(at::kCUDA, 0);
@@ -244,6 +277,10 @@ TEST(FusedDequantizationTest, KernelsGiveTheAtenOperatorsBitsOnAGpu) {
       EXPECT_TRUE(at::equal(plain.weight(), fused.weight()));
       const at::Tensor x = at::randn({3, 2, c.layer.entry.shape[1]}, at::TensorOptions().dtype(compute).device(gpu));
       EXPECT_TRUE(at::equal(plain.Apply(x), fused.Apply(x)));
+      const at::Tensor ids = at::tensor(std::vector<std::int64_t>{c.layer.entry.shape[0] - 1, 0, 2}).to(gpu);
+      const at::Tensor rows = Linear::Quantized(c.layer.view(), compute).Rows(ids.cpu());
+      EXPECT_TRUE(at::equal(plain.Rows(ids).cpu(), rows)) << "an embedding lookup on the GPU";
+      EXPECT_TRUE(at::equal(fused.Rows(ids).cpu(), rows));
     }
   }
 }

@@ -43,14 +43,14 @@ TEST(LladaModelTest, Bf16WeightsStayBf16OnlyWhereAKernelWidensThem) {
   auto blas = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
   ASSERT_TRUE(blas.ok()) << blas.status().ToString();
   EXPECT_EQ((*blas)->weights().blocks[0].q_proj.weight().scalar_type(), at::kFloat);
-  EXPECT_EQ((*blas)->weights().wte.scalar_type(), at::kFloat);
+  EXPECT_EQ((*blas)->weights().wte.weight().scalar_type(), at::kFloat);
   const GemmPath best = BestGemmPath(HostCpuFeatures());
   if (best != GemmPath::kBlas) {
     ASSERT_TRUE(SetGemmPath(best).ok());
     auto kernel = LladaModel::Load(unmask::testing::TestDataPath("tiny-llada"), ModelOptions{});
     ASSERT_TRUE(kernel.ok());
     EXPECT_EQ((*kernel)->weights().blocks[0].q_proj.weight().scalar_type(), at::kBFloat16);
-    EXPECT_EQ((*kernel)->weights().wte.scalar_type(), at::kBFloat16);
+    EXPECT_EQ((*kernel)->weights().wte.weight().scalar_type(), at::kBFloat16);
     const at::Tensor ids = at::arange(1000, 1016, at::kLong).view({1, 16});
     EXPECT_TRUE(at::allclose((*kernel)->Logits(ids, at::Tensor()), (*blas)->Logits(ids, at::Tensor()), 1e-4, 1e-4));
   }
@@ -139,7 +139,7 @@ TEST(LladaModelTest, TiedWeightsUseTheEmbeddingAsHead) {
   unmask::testing::WriteRandomCheckpoint(dir.path(), config, 1);
   auto m = LladaModel::Load(dir.path(), ModelOptions{});
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_TRUE((*m)->weights().lm_head.weight().is_same((*m)->weights().wte));
+  EXPECT_TRUE((*m)->weights().lm_head.weight().is_same((*m)->weights().wte.weight()));
 }
 
 TEST(LladaModelTest, LoadErrorsNameTheProblem) {

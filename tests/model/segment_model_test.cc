@@ -65,13 +65,47 @@ TEST(SegmentModelTest, QuantizedLinearLayersRunFromPackedBytes) {
   }
 }
 
+// ":emb" (and ":head") quantize the embedding table (and the LM head) too: the model looks ids up
+// in the packed table, each row dequantized, and its logits stay close to the 16-bit model's.
+TEST(SegmentModelTest, AQuantizedEmbeddingTableAndHeadRunFromPackedBytes) {
+  auto reference = LladaModel::FromSegment(LoadSegment("bf16"), ModelOptions{});
+  ASSERT_TRUE(reference.ok());
+  const at::Tensor ref = GoldenForwardLogits(**reference);
+  for (const char* precision : {"int8:emb", "int4:g64:emb:head"}) {
+    auto model = LladaModel::FromSegment(LoadSegment(precision), ModelOptions{});
+    ASSERT_TRUE(model.ok()) << precision << ": " << model.status().ToString();
+    const auto& w = (*model)->weights();
+    ASSERT_TRUE(w.wte.quantized()) << precision;
+    EXPECT_EQ(w.lm_head.quantized(), std::string(precision).find(":head") != std::string::npos) << precision;
+    const at::Tensor ids = at::tensor(std::vector<std::int64_t>{5, 0, 17, 5}).view({2, 2});
+    EXPECT_TRUE(at::equal(w.wte.Rows(ids), w.wte.weight().index_select(0, ids.view({-1})).view({2, 2, -1})))
+        << precision << ": the looked-up rows are the dequantized table's";
+    // The same bits as a dense model over the dequantized weights.
+    LladaWeights dense = w;
+    auto densify = [](Linear& l) {
+      if (l.quantized()) l = Linear(l.weight());
+    };
+    densify(dense.wte);
+    densify(dense.lm_head);
+    for (auto& b : dense.blocks)
+      for (Linear* l : {&b.q_proj, &b.k_proj, &b.v_proj, &b.attn_out, &b.ff_proj, &b.up_proj, &b.ff_out}) densify(*l);
+    const LladaModel plain((*model)->config(), std::move(dense), ModelOptions{}, at::Device(at::kCPU));
+    const at::Tensor q = GoldenForwardLogits(**model);
+    EXPECT_TRUE(at::equal(q, GoldenForwardLogits(plain))) << precision;
+    // And near the 16-bit model's (int4 on this random tiny model's table and head adds ~0.25).
+    const double rel = ((q - ref).abs().max() / ref.abs().max()).item<double>();
+    EXPECT_GT(rel, 0.0) << precision << ": quantization changed nothing";
+    EXPECT_LT(rel, 0.35) << precision;
+  }
+}
+
 TEST(SegmentModelTest, Bf16ComputeOverBf16SegmentIsZeroCopy) {
   auto segment = LoadSegment("bf16");
   ModelOptions bf16;
   bf16.precision = Precision::kBFloat16;
   auto model = LladaModel::FromSegment(segment, bf16);
   ASSERT_TRUE(model.ok());
-  const auto* data = static_cast<const std::uint8_t*>((*model)->weights().wte.data_ptr());
+  const auto* data = static_cast<const std::uint8_t*>((*model)->weights().wte.weight().data_ptr());
   const auto* base = segment->segment().data();
   EXPECT_TRUE(data >= base && data < base + segment->segment().size()) << "wte was copied out of the segment";
 }

@@ -59,7 +59,7 @@ int ChildMain(const std::string& segment_name, const std::string& descriptor_tex
   if (!cpu.ok()) return fail(cpu.status().ToString());
 
   // Zero copy: the embedding (stored bf16, computed bf16) lies inside the imported allocation.
-  const auto* wte = static_cast<const std::uint8_t*>((*gpu)->weights().wte.data_ptr());
+  const auto* wte = static_cast<const std::uint8_t*>((*gpu)->weights().wte.weight().data_ptr());
   const bool inside = wte >= import->device_ptr() && wte < import->device_ptr() + import->size();
   if (!inside) return fail("the GPU embedding is not a view of the shared allocation");
 

@@ -297,15 +297,16 @@ TEST(UnmaskEngineRunOptionsTest, RepeatReportsEveryRunAndTheSameOutput) {
 }
 
 // --weights: the loader's conversion in-process. bf16 through the segment is the checkpoint's
-// own bf16, so the ids are those of the plain load; quantized weights generate; nothing is left
-// in /dev/shm; a bad spec is named.
+// own bf16, so the ids are those of the plain load; quantized weights generate, the embedding
+// table and the LM head quantized too (":emb", ":head"); nothing is left in /dev/shm; a bad spec
+// is named.
 TEST(UnmaskEngineRunOptionsTest, WeightsAreConvertedAsTheLoaderDoes) {
   testing::CommandResult plain = RunCommand(kTinyGenerate);
   ASSERT_EQ(plain.exit_code, 0) << plain.out;
   testing::CommandResult bf16 = RunCommand(kTinyGenerate + " --weights bf16");
   ASSERT_EQ(bf16.exit_code, 0) << bf16.out;
   EXPECT_EQ(json::parse(bf16.out)["output"], json::parse(plain.out)["output"]);
-  for (const char* spec : {"int8", "int4:g64"}) {
+  for (const char* spec : {"int8", "int4:g64", "int4:g64:emb:head", "int8:emb"}) {
     testing::CommandResult q = RunCommand(kTinyGenerate + " --weights " + spec);
     ASSERT_EQ(q.exit_code, 0) << spec << ": " << q.out;
     EXPECT_EQ(json::parse(q.out)["output"][0].size(), 16u) << spec;

@@ -57,7 +57,7 @@ std::unique_ptr<model::LladaModel> BuildModel(const Trainer::State& s) {
   model::LladaWeights w;
   size_t i = 0;
   auto next = [&] { return s.params[i++].to(dtype); };
-  w.wte = next();
+  w.wte = model::Linear(next());
   for (std::int64_t l = 0; l < s.o.model.n_layers; ++l) {
     model::LladaBlockWeights b;
     b.attn_norm = next();
@@ -72,7 +72,7 @@ std::unique_ptr<model::LladaModel> BuildModel(const Trainer::State& s) {
     w.blocks.push_back(std::move(b));
   }
   w.ln_f = next();
-  w.lm_head = model::Linear(s.o.model.weight_tying ? w.wte : next());
+  w.lm_head = s.o.model.weight_tying ? w.wte : model::Linear(next());
   model::ModelOptions mo;
   mo.precision = s.o.compute;
   return std::make_unique<model::LladaModel>(s.o.model, std::move(w), mo, s.device);
