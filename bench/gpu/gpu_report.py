@@ -187,7 +187,8 @@ def render(s):
     if "ref_eager" in runs:
         ref_tps = 256 / best(runs["ref_eager"])
     for name in ("ref_eager", "ref_graphs", "dual_eager", "dual_graphs", "dualthr_eager", "dualthr_graphs",
-                 "dualthr_batch8", "dualthr_batch32", "int8_dualthr", "int8_dualthr_fk", "int4_dualthr", "int4_dualthr_fk"):
+                 "dualthr_batch8", "dualthr_batch32", "int8_dualthr", "int8_dualthr_fk", "int4_dualthr", "int4_dualthr_fk",
+                 "int4eh_dualthr_fk"):
         r = runs.get(name)
         if not r or "runs_seconds" not in r:
             continue
@@ -220,7 +221,7 @@ def render(s):
             "| weights | run | gen_length | peak MiB | peak GiB |", "|---|---|---|---|---|"]
     for name in ("ref_eager", "ref_graphs", "ref_graphs_unfused", "dual_graphs", "ref_long_eager", "ref_long_graphs",
                  "ref_long_graphs_unfused", "int8_dualthr", "int8_dualthr_fk", "int4_dualthr", "int4_dualthr_fk",
-                 "int4_long_mem"):
+                 "int4eh_dualthr_fk", "int4_long_mem"):
         r = runs.get(name)
         if not r or r.get("peak_mib") is None:
             continue

@@ -189,6 +189,9 @@ run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --r
 # memory without ATen's temporaries (the 8 GiB goal), and ids equal to the line above.
 run int4_dualthr_fk --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs \
   --fused-kernels
+# The embedding table and the LM head quantized too (2 GiB of bf16 tables become 0.6 GiB).
+run int4eh_dualthr_fk --weights int4:g64:emb:head --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs \
+  --fused-kernels
 # Measured in earlier leases; last, so that a short lease skips them first.
 run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dualthr_eager --sampler dual_cache+threshold "${G[@]}" --repeat 2
