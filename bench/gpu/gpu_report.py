@@ -238,8 +238,9 @@ def render(s):
     qloads = [r["load_seconds"] for r in runs.values() if r.get("weights", "bf16") != "bf16" and "load_seconds" in r]
     quantized = (f", {min(qloads):.0f}-{max(qloads):.0f} s with `--weights int8` / `int4:g64` (quantized on the"
                  " CPU by the loader's code)") if qloads else ""
-    out += ["", f"Loading: unmask {min(loads):.1f}-{max(loads):.1f} s for the bf16 checkpoint (15 GiB, from the page"
-            f" cache){quantized}; the official code {s['official']['load_seconds']:.1f} s.",
+    bf16_loads = (f" {min(loads):.1f}-{max(loads):.1f} s for the bf16 checkpoint (15 GiB, from the page cache)"
+                  if loads else " no bf16 run")
+    out += ["", f"Loading: unmask{bf16_loads}{quantized}; the official code {s['official']['load_seconds']:.1f} s.",
             "", "Command (on the GPU machine, after `tools/gpu/stage_official.sh && tools/gpu/fetch_deps.sh` here):"
             " `tools/gpu/measure.sh`, then here `bench/gpu/gpu_report.py --out-dirs ... --save"
             f" bench/gpu/results/{s.get('saved_as', 'DATE-h100.json')} --doc docs/benchmarks.md`."]
