@@ -62,16 +62,18 @@ __global__ void SiluMulKernel(Bf16Bits* out, const Bf16Bits* gate, const Bf16Bit
 
 // A block per row (grid-stride over rows), its threads across the row: no division per element.
 template <typename Out>
-__global__ void Int8Kernel(Out* out, dequant::Int8Layout l, std::int64_t rows) {
-  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
-    for (std::int64_t c = threadIdx.x; c < l.cols; c += blockDim.x) dequant::Int8Element(l, r, c, out + r * l.cols);
+__device__ void DequantRow(const dequant::Int8Layout& l, std::int64_t r, Out* out_row) {
+  for (std::int64_t c = threadIdx.x; c < l.cols; c += blockDim.x) dequant::Int8Element(l, r, c, out_row);
 }
 
 template <typename Out>
-__global__ void Int4Kernel(Out* out, dequant::Int4Layout l, std::int64_t rows) {
-  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x)
-    for (std::int64_t p = threadIdx.x; p < l.packed_cols; p += blockDim.x)
-      dequant::Int4Byte(l, r, p, out + r * l.cols);
+__device__ void DequantRow(const dequant::Int4Layout& l, std::int64_t r, Out* out_row) {
+  for (std::int64_t p = threadIdx.x; p < l.packed_cols; p += blockDim.x) dequant::Int4Byte(l, r, p, out_row);
+}
+
+template <typename Out, typename Layout>
+__global__ void DequantKernel(Out* out, Layout l, std::int64_t rows) {
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) DequantRow(l, r, out + r * l.cols);
 }
 
 unsigned RowBlocks(std::int64_t rows) {
@@ -114,22 +116,22 @@ void SiluMul(Bf16Bits* out, const Bf16Bits* gate, const Bf16Bits* up, std::int64
   Check("fused SiluMul");
 }
 
-void DequantizeInt8(void* out, bool out_float, const dequant::Int8Layout& layout, std::int64_t rows, void* stream) {
+template <typename Layout>
+void Dequantize(void* out, bool out_float, const Layout& layout, std::int64_t rows, void* stream, const char* what) {
   const auto s = static_cast<cudaStream_t>(stream);
   if (out_float)
-    Int8Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<float*>(out), layout, rows);
+    DequantKernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<float*>(out), layout, rows);
   else
-    Int8Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<Bf16Bits*>(out), layout, rows);
-  Check("fused DequantizeInt8");
+    DequantKernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<Bf16Bits*>(out), layout, rows);
+  Check(what);
+}
+
+void DequantizeInt8(void* out, bool out_float, const dequant::Int8Layout& layout, std::int64_t rows, void* stream) {
+  Dequantize(out, out_float, layout, rows, stream, "fused DequantizeInt8");
 }
 
 void DequantizeInt4(void* out, bool out_float, const dequant::Int4Layout& layout, std::int64_t rows, void* stream) {
-  const auto s = static_cast<cudaStream_t>(stream);
-  if (out_float)
-    Int4Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<float*>(out), layout, rows);
-  else
-    Int4Kernel<<<RowBlocks(rows), kThreads, 0, s>>>(static_cast<Bf16Bits*>(out), layout, rows);
-  Check("fused DequantizeInt4");
+  Dequantize(out, out_float, layout, rows, stream, "fused DequantizeInt4");
 }
 
 }  // namespace unmask::model::fused_kernels
