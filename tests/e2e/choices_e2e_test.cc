@@ -158,7 +158,9 @@ TEST_F(ChoicesEndToEndTest, AFailedChoiceEndsTheHttpStreamWithAnErrorNamingIt) {
   req.set_header("Content-Type", "application/json");
   req.body = body.dump();
   // As each choice's first chunk arrives, its job id is read; choice 1 (queued behind choice 0:
-  // one job at a time) is cancelled through the gRPC API as soon as it is known.
+  // one job at a time) is cancelled through the gRPC API once both ids are known. (The two
+  // choices' first chunks come in either order: cancelling on choice 1's alone could end the
+  // stream before choice 0's id, which the end of the test needs, had arrived.)
   std::string received, cancelled;
   std::map<int, std::string> job_ids;
   req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
@@ -169,7 +171,7 @@ TEST_F(ChoicesEndToEndTest, AFailedChoiceEndsTheHttpStreamWithAnErrorNamingIt) {
       const std::string job = chunk.value("unmask", nlohmann::json::object()).value("job_id", "");
       if (!job.empty()) job_ids[choice.value("index", -1)] = job;
     }
-    if (job_ids.count(1) && cancelled.empty()) {
+    if (job_ids.count(0) && job_ids.count(1) && cancelled.empty()) {
       cancelled = job_ids[1];
       grpc::ClientContext ctx;
       v1::CancelJobRequest cancel;
