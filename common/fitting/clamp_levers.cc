@@ -180,8 +180,10 @@ void AllLevers(Clamper& c) {
   GenerationRequest& r = c.request();
   const std::string why = "nothing fits at the minimum gen_length otherwise";
   if (QueryRows(r) > kSmallestChunk) SetChunk(c, kSmallestChunk, why);
+  // The cache modes give up their K/V. Not the reference: greedy (as it is made below) it already
+  // computes what block_logits does, so the switch would change nothing but the name.
   const SamplerKind kind = SamplerKindOf(r.params.sampler);
-  if (kind != SamplerKind::kBlockLogits && kind != SamplerKind::kLlada2)
+  if (kind != SamplerKind::kBlockLogits && kind != SamplerKind::kLlada2 && kind != SamplerKind::kReference)
     SetSampler(c, WithSamplerKind(r.params.sampler, SamplerKind::kBlockLogits), why);
   if (r.params.temperature > 0) {
     c.Record("temperature", Str(c.asked().params.temperature), "0", why);

@@ -210,13 +210,14 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   e.attention_scores = f.scores;
   e.activations = std::max({f.rotary, f.attention - f.scores, f.mlp});
 
-  // Logits rows: the reference computes every position; the fast modes narrow to the block.
-  // (Greedy, the reference runs block_logits' head over the block (step_sampler.cc), so this
-  // over-counts it: safe, left for the clamp's reference -> block_logits lever to keep its meaning.)
+  // Logits rows: the fast modes narrow to the block. So does the greedy reference: at temperature
+  // 0 the executor runs it as block_logits' forward without early stop (step_sampler.cc), and
+  // bench_memory measured it at block_logits' figure; with temperature the reference draws its
+  // noise over every position (the official random stream) and computes them all.
   // Dream: the rows its samplers take logits for (DreamLogitRows), sampled in float32.
   const bool dream = config.architecture == checkpoint::Architecture::kDream && !llada2;
-  const u64 rows = dream ? DreamLogitRows(shape.sampler, gen, block, seq, noise)
-                   : shape.sampler == SamplerKind::kReference ? seq : block;
+  const bool every_row = shape.sampler == SamplerKind::kReference && noise;
+  const u64 rows = dream ? DreamLogitRows(shape.sampler, gen, block, seq, noise) : every_row ? seq : block;
   const u64 vocab = AtLeast1(config.embedding_size), d = AtLeast1(config.d_model);
   const u64 row_logits = Mul({batch, rows, vocab});  // elements after guidance is combined
   const u64 head = Add({Mul({model_batch, seq, d, s}), Mul({model_batch, rows, d, 2 * kF32 + s}),

@@ -30,6 +30,14 @@ GenerationRequest Ask(std::int64_t prompt, std::int64_t gen, std::int64_t block,
   return r;
 }
 
+// The reference at temperature > 0 draws its noise over every position, so its logits, the
+// largest phase on these configs, grow with gen_length. (Greedy, it computes the current block's
+// logits only, and its peak hardly moves with the length.)
+GenerationRequest Sampled(GenerationRequest r) {
+  r.params.temperature = 0.7;
+  return r;
+}
+
 // Everything the request needs with these weights: the budget at which it just fits.
 std::uint64_t Needs(const LladaConfig& config, const GenerationRequest& r, std::uint64_t weights) {
   RequestShape s = ShapeOf(r);
@@ -43,10 +51,13 @@ std::set<std::string> Fields(const ClampResult& r) {
   return out;
 }
 
+// The adjustment of `field`; a test failure (and an empty adjustment, not a crash) when there is none.
 const Adjustment* Find(const ClampResult& r, const std::string& field) {
   for (const auto& a : r.adjustments)
     if (a.field == field) return &a;
-  return nullptr;
+  ADD_FAILURE() << "no adjustment of '" << field << "'";
+  static const Adjustment kNone;
+  return &kNone;
 }
 
 void ExpectSame(const GenerationRequest& a, const GenerationRequest& b) {
@@ -183,7 +194,7 @@ TEST(Clamp, StandardTakesTheLargestMultipleOfTheBlockThatFits) {
 
 TEST(Clamp, StepsKeepTheAskedStepsPerToken) {
   const LladaConfig config = testing::SmallConfigWithLladaVocab();
-  const GenerationRequest asked = Ask(32, 256, 32, 128);  // 16 steps per block of 32
+  const GenerationRequest asked = Sampled(Ask(32, 256, 32, 128));  // 16 steps per block of 32
   GenerationRequest half = asked;
   half.params.gen_length = 128;
   half.params.steps = 64;
@@ -250,8 +261,8 @@ TEST(Clamp, ResourceExhaustedWhenEvenTheMinimumDoesNotFit) {
 
 TEST(Clamp, NeverBelowTheMinimumGenLength) {
   const LladaConfig config = testing::SmallConfigWithLladaVocab();
-  const GenerationRequest asked = Ask(32, 256, 32, 256);
-  GenerationRequest tiny = Ask(32, 12, 12, 12);
+  const GenerationRequest asked = Sampled(Ask(32, 256, 32, 256));
+  GenerationRequest tiny = Sampled(Ask(32, 12, 12, 12));
   const std::uint64_t budget = Needs(config, tiny, kWeights);
   ClampOptions options;
   options.min_gen_length = 16;
@@ -272,7 +283,7 @@ TEST(Clamp, NeverBelowTheMinimumGenLength) {
 
 TEST(Clamp, ExtremeSwitchesToACacheModeWhereStandardMustCut) {
   const LladaConfig config = testing::SmallConfigWithLladaVocab();
-  const GenerationRequest asked = Ask(8, 256, 32, 256);
+  const GenerationRequest asked = Sampled(Ask(8, 256, 32, 256));
   GenerationRequest dual = asked;
   dual.params.sampler = SamplerMode::kDualCache;
   const std::uint64_t budget = Needs(config, dual, kWeights);
@@ -287,6 +298,29 @@ TEST(Clamp, ExtremeSwitchesToACacheModeWhereStandardMustCut) {
   EXPECT_EQ(Find(*extreme, "sampler")->asked, "reference");
   EXPECT_NE(Find(*extreme, "sampler")->reason.find("current block only"), std::string::npos);
   EXPECT_LE(extreme->estimate.total(), budget);
+}
+
+// A greedy reference is budgeted at what it computes (the current block's logits, as
+// block_logits does), so where that fits it is left as asked: no length cut and no sampler
+// switch. With temperature the same budget is too small (logits for every position).
+TEST(Clamp, AGreedyReferenceThatFitsAsBlockLogitsIsLeftAsAsked) {
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  const GenerationRequest asked = Ask(32, 256, 32, 256);
+  GenerationRequest block = asked;
+  block.params.sampler = SamplerMode::kBlockLogits;
+  const std::uint64_t budget = Needs(config, block, kWeights);
+  for (ClampPolicy policy : {ClampPolicy::kStandard, ClampPolicy::kExtreme}) {
+    auto r = Clamp(config, asked, budget, kWeights, policy);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->adjustments.empty()) << r->adjustments.front().field << ": " << r->adjustments.front().reason;
+    ExpectSame(r->applied, asked);
+    auto sampled = Clamp(config, Sampled(asked), budget, kWeights, policy);
+    if (sampled.ok()) {
+      EXPECT_FALSE(sampled->adjustments.empty());  // extreme: cheaper settings
+    } else {
+      EXPECT_EQ(sampled.status().code(), StatusCode::kResourceExhausted);  // standard: not even at gen_length 16
+    }
+  }
 }
 
 TEST(Clamp, ExtremeFallsBackToBlockLogitsAndKeepsTheDecodingRule) {

@@ -88,19 +88,40 @@ TEST(MemoryModel, ChunkingBoundsTheScores) {
 
 TEST(MemoryModel, FastModesComputeLogitsForTheBlockOnly) {
   const LladaConfig config = testing::SmallConfigWithLladaVocab();
-  for (double temperature : {0.0, 1.0}) {
-    RequestShape ref = Shape(32, 256, 32);
-    ref.temperature = temperature;
-    RequestShape fast = ref;
-    fast.sampler = SamplerKind::kBlockLogits;
-    const MemoryEstimate r = EstimateRequest(config, ref), f = EstimateRequest(config, fast);
-    EXPECT_LT(f.logits, r.logits);
-    // The logits rows dominate: the ratio is close to block_length / L.
-    const double ratio = static_cast<double>(f.logits) / static_cast<double>(r.logits);
-    EXPECT_NEAR(ratio, 32.0 / 288.0, 0.01);
-    EXPECT_EQ(f.activations, r.activations);  // the same full forward
-    EXPECT_EQ(f.attention_scores, r.attention_scores);
-    EXPECT_LT(f.peak, r.peak);
+  RequestShape ref = Shape(32, 256, 32);
+  ref.temperature = 1.0;  // the sampled reference: noise over every position, so logits for all
+  RequestShape fast = ref;
+  fast.sampler = SamplerKind::kBlockLogits;
+  const MemoryEstimate r = EstimateRequest(config, ref), f = EstimateRequest(config, fast);
+  EXPECT_LT(f.logits, r.logits);
+  // The logits rows dominate: the ratio is close to block_length / L.
+  const double ratio = static_cast<double>(f.logits) / static_cast<double>(r.logits);
+  EXPECT_NEAR(ratio, 32.0 / 288.0, 0.01);
+  EXPECT_EQ(f.activations, r.activations);  // the same full forward
+  EXPECT_EQ(f.attention_scores, r.attention_scores);
+  EXPECT_LT(f.peak, r.peak);
+}
+
+// At temperature 0 the executor runs the reference as block_logits' forward (the LM head over the
+// current block's rows; step_sampler.cc): the same estimate, phase by phase, with and without
+// guidance and logprobs.
+TEST(MemoryModel, TheGreedyReferenceIsEstimatedAsBlockLogits) {
+  const LladaConfig config = testing::SmallConfigWithLladaVocab();
+  for (double cfg : {0.0, 1.5}) {
+    for (bool logprobs : {false, true}) {
+      RequestShape ref = Shape(32, 256, 32);
+      ref.cfg_scale = cfg;
+      ref.logprobs = logprobs;
+      RequestShape fast = ref;
+      fast.sampler = SamplerKind::kBlockLogits;
+      const MemoryEstimate r = EstimateRequest(config, ref), f = EstimateRequest(config, fast);
+      EXPECT_EQ(r.peak, f.peak) << "cfg " << cfg << " logprobs " << logprobs;
+      EXPECT_EQ(r.logits, f.logits);
+      EXPECT_EQ(r.peak_phase, f.peak_phase);
+      RequestShape sampled = ref;
+      sampled.temperature = 0.5;
+      EXPECT_GT(EstimateRequest(config, sampled).logits, r.logits);
+    }
   }
 }
 
@@ -135,8 +156,9 @@ TEST(MemoryModel, TemperatureAddsFloat64NoiseOverTheLogitsRows) {
   RequestShape noisy = greedy;
   noisy.temperature = 0.7;
   const MemoryEstimate g = EstimateRequest(config, greedy), n = EstimateRequest(config, noisy);
-  const std::uint64_t elements = 1ull * 64 * 126464;
-  EXPECT_EQ(g.logits, 2 * elements * 4);            // logits + softmax
+  const std::uint64_t elements = 1ull * 64 * 126464;  // every position: the noise is drawn over all
+  const std::uint64_t block = 1ull * 48 * 126464;     // greedy: the block's rows only
+  EXPECT_EQ(g.logits, 2 * block * 4);                 // logits + softmax
   EXPECT_EQ(n.logits, elements * 4 + 5 * elements * 8);  // logits + five float64 arrays
   EXPECT_EQ(n.peak_phase, "noise");
   EXPECT_EQ(g.peak_phase, "softmax");

@@ -196,12 +196,15 @@ TEST_F(PlacementTest, TheClampNeverChangesEarlyStop) {
 TEST_F(PlacementTest, AReferenceRequestClampedToAFastModeKeepsEarlyStopAsAskedOrOnByDefault) {
   // The extreme clamp may swap reference for a fast mode: an early_stop the request gave then
   // applies; an unset one becomes the fast modes' default (on), as before the field existed.
+  // Sampled: the reference then takes logits for every position, and dual_cache for the block
+  // only (greedy, both take the block's: the swap would save nothing, and is not made).
   SchedulerCore extreme{store_, [this] { return executors_; }, catalog_, MakeClamper(fitting::ClampPolicy::kExtreme, 2),
                         SchedulerOptions{}};
   int swapped = 0;
   for (std::uint64_t kib = 1 << 20; kib >= 1; kib /= 2) {
     for (std::optional<bool> asked : {std::optional<bool>(), std::optional<bool>(false)}) {
       auto r = SubmitTo(extreme, {Executor("gpu", "cuda:0", kib << 10)}, [&](v1::GenerationParams& p) {
+        p.set_temperature(0.7);
         if (asked) p.set_early_stop(*asked);
       });
       if (!r.ok() || r->accepted().params().sampler() == "reference") continue;

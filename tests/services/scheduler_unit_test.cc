@@ -235,7 +235,9 @@ ClampInput SmallBudgetInput(std::uint64_t budget) {
 
 TEST(ClampAdapterTest, ReportsEveryChangeAndKeepsTheParametersValid) {
   auto clamp = MakeClamper(fitting::ClampPolicy::kStandard, 4);
-  auto out = clamp(SmallBudgetInput(400ull << 20));
+  ClampInput in = SmallBudgetInput(400ull << 20);
+  in.params.temperature = 0.7;  // logits for every position (greedy, the block's only: it would fit)
+  auto out = clamp(in);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_LT(out->params.gen_length, 1024);
   EXPECT_EQ(out->params.gen_length % out->params.block_length, 0);
