@@ -44,14 +44,14 @@
 //    segment steps in between run fewer query rows against the same cache and need less).
 // Not modelled (small against the above): token id tensors, RoPE tables, masks, per-thread
 // buffers of the math library, and the allocator. bench/memory measured the model against peak
-// RSS on CPU (bench_memory --doc docs/benchmarks.md, section "memory"; 2026-11-27, 111 cases):
+// RSS on CPU (bench_memory --doc docs/benchmarks.md, section "memory"; 2026-11-28, 111 cases):
 //  - with glibc's malloc as the executor sets it (allocator.h: freed blocks under 4 MiB stay in
-//    the threads' heaps, up to 32 MiB each): 24 cases above the prediction, 11 by more than 10%,
-//    at most 1.54x and 83 MiB (long prompts in query chunks, where the retained blocks are
-//    55-60 MiB of it; LLaDA2's window at gen 256, 1.33-1.47x; block_logits fp32 batch 4, 1.26x);
-//    the greedy reference 0.14-0.37x (its head runs over the block, see EstimateRequest);
-//  - when freed tensors go back to the system at once (mallopt(M_MMAP_THRESHOLD, 1 MiB)): within
-//    15% but LLaDA2 at gen 128-256 (up to 1.45x).
+//    the threads' heaps, up to 32 MiB each): 50 cases above the prediction, 24 by more than 10%,
+//    at most 1.38x and 47 MiB (long prompts in query chunks, where the retained blocks are most
+//    of it; LLaDA2's window at gen 256; the greedy reference and block_logits at gen 256, 1.2-1.33x,
+//    where the forward's small temporaries stay in the heap beneath the block's logits);
+//  - when freed tensors go back to the system at once (mallopt(M_MMAP_THRESHOLD, 1 MiB)): mostly
+//    within 15%; the greedy reference up to 1.35x and LLaDA2 at gen 128-256 are the exceptions.
 // On CUDA the caching allocator's rounding and fragmentation are not modelled (not measured yet).
 // Leave that margin in the budget's reserve (the executor's --memory-reserve-bytes, 512 MiB).
 #pragma once
