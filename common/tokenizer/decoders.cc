@@ -10,7 +10,7 @@ namespace {
 
 class ByteLevelDecoder final : public Decoder {
  public:
-  Status DecodeChain(std::vector<std::string>* tokens) const override {
+  Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput output) const override {
     std::string bytes;
     for (const std::string& token : *tokens) {
       const size_t mark = bytes.size();
@@ -29,7 +29,7 @@ class ByteLevelDecoder final : public Decoder {
         bytes.append(token);
       }
     }
-    tokens->assign(1, LossyUtf8(bytes));
+    tokens->assign(1, output == DecodeOutput::kText ? LossyUtf8(bytes) : CarryInvalidBytes(bytes));
     return OkStatus();
   }
 };
@@ -52,7 +52,7 @@ int ParseByteToken(const std::string& token) {
 
 class ByteFallbackDecoder final : public Decoder {
  public:
-  Status DecodeChain(std::vector<std::string>* tokens) const override {
+  Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput output) const override {
     std::vector<std::string> out;
     out.reserve(tokens->size());
     std::string run;  // bytes of consecutive byte tokens
@@ -61,8 +61,10 @@ class ByteFallbackDecoder final : public Decoder {
       if (run_tokens == 0) return;
       if (FindInvalidUtf8(run) == kNoInvalidUtf8) {
         out.push_back(run);
-      } else {
+      } else if (output == DecodeOutput::kText) {
         for (size_t i = 0; i < run_tokens; ++i) out.emplace_back("\xEF\xBF\xBD");
+      } else {
+        for (char b : run) out.push_back(CarryInvalidBytes(std::string_view(&b, 1)));
       }
       run.clear();
       run_tokens = 0;
@@ -85,7 +87,7 @@ class ByteFallbackDecoder final : public Decoder {
 
 class FuseDecoder final : public Decoder {
  public:
-  Status DecodeChain(std::vector<std::string>* tokens) const override {
+  Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput /*output*/) const override {
     std::string joined;
     for (const std::string& t : *tokens) joined += t;
     tokens->assign(1, std::move(joined));
@@ -96,7 +98,7 @@ class FuseDecoder final : public Decoder {
 class StripDecoder final : public Decoder {
  public:
   StripDecoder(char32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
-  Status DecodeChain(std::vector<std::string>* tokens) const override {
+  Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput /*output*/) const override {
     for (std::string& token : *tokens) {
       size_t begin = 0;
       for (size_t i = 0; i < start_ && begin < token.size(); ++i) {
@@ -124,7 +126,7 @@ class StripDecoder final : public Decoder {
 class ReplaceDecoder final : public Decoder {
  public:
   ReplaceDecoder(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  Status DecodeChain(std::vector<std::string>* tokens) const override {
+  Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput /*output*/) const override {
     std::string out;
     for (std::string& token : *tokens) {
       UNMASK_RETURN_IF_ERROR(pattern_.ReplaceAll(token, content_, &out));
@@ -141,7 +143,7 @@ class ReplaceDecoder final : public Decoder {
 class MetaspaceDecoder final : public Decoder {
  public:
   MetaspaceDecoder(char32_t replacement, bool strip_first) : replacement_(replacement), strip_first_(strip_first) {}
-  Status DecodeChain(std::vector<std::string>* tokens) const override {
+  Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput /*output*/) const override {
     for (size_t i = 0; i < tokens->size(); ++i) {
       const std::string& token = (*tokens)[i];
       std::string out;
@@ -170,8 +172,8 @@ class MetaspaceDecoder final : public Decoder {
 class SequenceDecoder final : public Decoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
-  Status DecodeChain(std::vector<std::string>* tokens) const override {
-    for (const auto& part : parts_) UNMASK_RETURN_IF_ERROR(part->DecodeChain(tokens));
+  Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput output) const override {
+    for (const auto& part : parts_) UNMASK_RETURN_IF_ERROR(part->DecodeChain(tokens, output));
     return OkStatus();
   }
 

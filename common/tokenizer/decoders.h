@@ -11,18 +11,26 @@
 
 namespace unmask::tokenizer {
 
+// What the byte decoders (ByteLevel, ByteFallback) make of bytes that are not valid UTF-8:
+//  - kText: U+FFFD, as Hugging Face tokenizers' decode does;
+//  - kBytes: the bytes themselves, carried through the rest of the chain as code points
+//    (utf8.h, CarryInvalidBytes) for the caller to restore: a token's exact bytes (OpenAI's
+//    logprobs `bytes`), also where it holds half a character.
+enum class DecodeOutput { kText, kBytes };
+
 class Decoder {
  public:
   virtual ~Decoder() = default;
-  virtual Status DecodeChain(std::vector<std::string>* tokens) const = 0;
+  virtual Status DecodeChain(std::vector<std::string>* tokens, DecodeOutput output) const = 0;
 };
 
 // ByteLevel: maps byte-level characters back to bytes and joins everything into one string,
-// replacing invalid UTF-8 by U+FFFD. A token containing a character outside the byte-level
-// alphabet is kept as its own UTF-8 text (what tokenizers does, e.g. for added tokens).
+// replacing invalid UTF-8 by U+FFFD (kBytes: carrying it). A token containing a character
+// outside the byte-level alphabet is kept as its own UTF-8 text (what tokenizers does, e.g. for
+// added tokens).
 std::unique_ptr<Decoder> NewByteLevelDecoder();
 // ByteFallback: runs of "<0xXX>" tokens become the bytes they name; an invalid UTF-8 run becomes
-// one U+FFFD per byte token.
+// one U+FFFD per byte token (kBytes: each token's byte, carried).
 std::unique_ptr<Decoder> NewByteFallbackDecoder();
 // Fuse: joins all tokens into one.
 std::unique_ptr<Decoder> NewFuseDecoder();

@@ -70,6 +70,16 @@ StatusOr<std::string> Tokenizer::Decode(const std::vector<int32_t>& ids, bool sk
 }
 
 StatusOr<std::string> Tokenizer::Decode(const int32_t* ids, size_t count, bool skip_special_tokens) const {
+  return DecodeAs(ids, count, skip_special_tokens, DecodeOutput::kText);
+}
+
+StatusOr<std::string> Tokenizer::DecodeBytes(const std::vector<int32_t>& ids) const {
+  UNMASK_ASSIGN_OR_RETURN(std::string carried, DecodeAs(ids.data(), ids.size(), false, DecodeOutput::kBytes));
+  return RestoreCarriedBytes(carried);
+}
+
+StatusOr<std::string> Tokenizer::DecodeAs(const int32_t* ids, size_t count, bool skip_special_tokens,
+                                          DecodeOutput output) const {
   std::vector<std::string> tokens;
   tokens.reserve(count);
   for (size_t i = 0; i < count; ++i) {
@@ -95,7 +105,7 @@ StatusOr<std::string> Tokenizer::Decode(const int32_t* ids, size_t count, bool s
     }
     return text;
   }
-  UNMASK_RETURN_IF_ERROR(decoder_->DecodeChain(&tokens));
+  UNMASK_RETURN_IF_ERROR(decoder_->DecodeChain(&tokens, output));
   for (const std::string& t : tokens) text += t;
   return text;
 }

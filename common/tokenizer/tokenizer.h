@@ -38,6 +38,7 @@ namespace unmask::tokenizer {
 class AddedVocabulary;
 class BpeModel;
 class Decoder;
+enum class DecodeOutput;  // decoders.h
 class Normalizer;
 class PreTokenizer;
 
@@ -80,6 +81,10 @@ class Tokenizer {
   // to U+FFFD, as in tokenizers. No "clean-up of tokenization spaces" is applied.
   StatusOr<std::string> Decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
   StatusOr<std::string> Decode(const int32_t* ids, size_t count, bool skip_special_tokens) const;
+  // The bytes `ids` decode to, special tokens included, where Decode would put U+FFFD kept as
+  // they are: a token holding half a UTF-8 character gives those bytes (OpenAI's logprobs
+  // `bytes`). Where Decode gives valid text without U+FFFD, the same bytes. Errors as Decode.
+  StatusOr<std::string> DecodeBytes(const std::vector<int32_t>& ids) const;
 
   // The id of a token string (added tokens first, then the model vocabulary).
   std::optional<int32_t> TokenToId(std::string_view token) const;
@@ -96,6 +101,7 @@ class Tokenizer {
   Tokenizer();
   Status EncodeSegment(std::string_view raw, bool at_start, bool parse_special, std::vector<int32_t>* ids) const;
   Status EncodeWords(std::string text, bool at_start, std::vector<int32_t>* ids) const;
+  StatusOr<std::string> DecodeAs(const int32_t* ids, size_t count, bool skip_special_tokens, DecodeOutput output) const;
 
   std::string source_;
   std::unique_ptr<BpeModel> model_;

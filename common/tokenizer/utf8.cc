@@ -68,7 +68,11 @@ char32_t PrevCodePoint(std::string_view s, size_t* pos) {
   return cp;
 }
 
-std::string LossyUtf8(std::string_view bytes) {
+namespace {
+
+// Copies the valid sequences of `bytes` and calls invalid(out, subpart) for each maximal invalid subpart.
+template <typename OnInvalid>
+std::string MapInvalidUtf8(std::string_view bytes, OnInvalid invalid) {
   std::string out;
   out.reserve(bytes.size());
   size_t pos = 0;
@@ -79,8 +83,36 @@ std::string LossyUtf8(std::string_view bytes) {
       out.append(bytes.data() + pos, len);
       pos += len;
     } else {
-      out.append("\xEF\xBF\xBD");  // U+FFFD
+      invalid(out, bytes.substr(pos, maximal));
       pos += maximal;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string LossyUtf8(std::string_view bytes) {
+  return MapInvalidUtf8(bytes, [](std::string& out, std::string_view) { out.append("\xEF\xBF\xBD"); });  // U+FFFD
+}
+
+std::string CarryInvalidBytes(std::string_view bytes) {
+  return MapInvalidUtf8(bytes, [](std::string& out, std::string_view subpart) {
+    for (unsigned char b : subpart) AppendUtf8(kCarriedByteBase + b, &out);
+  });
+}
+
+std::string RestoreCarriedBytes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t begin = pos;
+    const char32_t c = NextCodePoint(text, &pos);
+    if (c >= kCarriedByteBase && c <= kCarriedByteBase + 0xFF) {
+      out.push_back(static_cast<char>(c - kCarriedByteBase));
+    } else {
+      out.append(text, begin, pos - begin);
     }
   }
   return out;

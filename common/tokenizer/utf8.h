@@ -57,6 +57,15 @@ char32_t PrevCodePoint(std::string_view s, size_t* pos);
 // so decode output matches Hugging Face tokenizers byte for byte).
 std::string LossyUtf8(std::string_view bytes);
 
+// Raw bytes through code that needs valid UTF-8 (the decoders after ByteLevel / ByteFallback):
+// CarryInvalidBytes keeps valid sequences and turns every byte of an invalid one into the code
+// point U+10FE00 + byte (Supplementary Private Use Area-B, which no tokenizer's vocabulary
+// uses); RestoreCarriedBytes turns those code points back into the bytes. Restoring what was
+// carried gives the bytes back exactly.
+inline constexpr char32_t kCarriedByteBase = 0x10FE00;
+std::string CarryInvalidBytes(std::string_view bytes);
+std::string RestoreCarriedBytes(std::string_view text);
+
 inline bool IsAscii(std::string_view s) {
   for (char c : s) {
     if (static_cast<unsigned char>(c) >= 0x80) return false;

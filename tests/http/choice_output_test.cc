@@ -188,6 +188,38 @@ TEST(ChoiceOutputTest, ATemplatesFixedTokensHaveNullLogprobsInChat) {
   EXPECT_EQ(joined, done.text);
 }
 
+// A character the tokenizer has no merge for is split into byte tokens: each such token's
+// `token` is U+FFFD (decoded alone), its `bytes` the bytes it holds, and the bytes of all
+// tokens join into the text's UTF-8, as OpenAI's `bytes` are meant to be used.
+TEST(ChoiceOutputTest, ChatBytesAreEachTokensOwnBytesAlsoForHalfACharacter) {
+  const std::string answer = "Verily \xF0\x9F\x95\x8A peace";  // U+1F54A, a dove
+  const auto gen = Encode(answer);
+  OutputPlan plan = Plan(Endpoint::kChatCompletions, static_cast<std::int64_t>(gen.size()), 1);
+  ChoiceOutput out(plan);
+  out.Begin();
+  const auto done = out.Finish(Completed(gen, {}, 1));
+  ASSERT_EQ(done.text, answer);
+  const json& content = done.logprobs["content"];
+  ASSERT_EQ(content.size(), gen.size());
+  std::string joined;
+  int partial = 0;
+  for (const json& entry : content) {
+    std::string bytes;
+    for (int b : entry["bytes"]) bytes.push_back(static_cast<char>(b));
+    joined += bytes;
+    if (entry["token"].get<std::string>().find("\xEF\xBF\xBD") != std::string::npos) {
+      ++partial;
+      EXPECT_EQ(bytes.find("\xEF\xBF\xBD"), std::string::npos) << "bytes, not U+FFFD";
+    } else {
+      EXPECT_EQ(bytes, entry["token"].get<std::string>());
+    }
+    // Alternatives get their bytes the same way (here the chosen token is the first one).
+    EXPECT_EQ(entry["top_logprobs"][0]["bytes"], entry["bytes"]);
+  }
+  EXPECT_GT(partial, 1) << "the dove was not split across tokens";
+  EXPECT_EQ(joined, answer);
+}
+
 TEST(ChoiceOutputTest, WithoutLogprobsThereAreNone) {
   const auto gen = Encode(" Amen.");
   OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(gen.size()), -1);

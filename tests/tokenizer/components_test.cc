@@ -3,6 +3,7 @@
 #include "common/tokenizer/decoders.h"
 #include "common/tokenizer/normalizers.h"
 #include "common/tokenizer/pre_tokenizers.h"
+#include "common/tokenizer/utf8.h"
 #include "test_util.h"
 
 namespace unmask::tokenizer::testing {
@@ -26,7 +27,7 @@ Strings Pieces(const PreTokenizer& p, const std::string& text, bool at_start = t
 }
 
 Strings Decoded(const Decoder& d, Strings tokens) {
-  const Status s = d.DecodeChain(&tokens);
+  const Status s = d.DecodeChain(&tokens, DecodeOutput::kText);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return tokens;
 }
@@ -241,6 +242,18 @@ TEST(BpeModel, ByteFallbackEncodesUnknownCharactersAsBytes) {
   EXPECT_EQ(*tok->Decode(std::vector<int32_t>{261, 1 + 0xE2, 1 + 0x82}, false), "Hi\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+TEST(BpeModel, DecodeBytesGivesEachByteTokensOwnByte) {
+  auto tok = MustLoad(ByteFallbackJson());
+  // Where Decode puts U+FFFD for half a character, DecodeBytes keeps the bytes, token by token.
+  EXPECT_EQ(*tok->DecodeBytes(std::vector<int32_t>{261, 1 + 0xE2, 1 + 0x82}), "Hi\xE2\x82");
+  EXPECT_EQ(*tok->DecodeBytes(std::vector<int32_t>{1 + 0xE2}), "\xE2");
+  EXPECT_EQ(*tok->DecodeBytes(std::vector<int32_t>{1 + 0xAC}), "\xAC");
+  // A whole character, and text without byte tokens: what Decode gives.
+  const std::vector<int32_t> whole{261, 1 + 0xE2, 1 + 0x82, 1 + 0xAC, 261};
+  EXPECT_EQ(*tok->DecodeBytes(whole), *tok->Decode(whole, false));
+  EXPECT_FALSE(tok->DecodeBytes(std::vector<int32_t>{100000}).ok());  // not in the vocabulary
+}
+
 TEST(BpeModel, UnknownCharactersWithoutByteFallback) {
   Json json = ByteFallbackJson();
   json["model"]["byte_fallback"] = false;
@@ -254,6 +267,11 @@ TEST(BpeModel, UnknownCharactersWithoutByteFallback) {
 TEST(Decoders, EachDecoder) {
   EXPECT_EQ(Decoded(*NewByteLevelDecoder(), {"\xC4\xA0hello", "<|x|>", "\xC4\xA0w"}), (Strings{" hello<|x|> w"}));
   EXPECT_EQ(Decoded(*NewByteLevelDecoder(), {"\xC3\xA2\xC4\xA4"}), (Strings{"\xEF\xBF\xBD"}));  // bytes E2 82: cut
+  // kBytes carries them (U+10FEE2 U+10FE82) through the chain instead.
+  Strings carried{"\xC3\xA2\xC4\xA4"};
+  ASSERT_TRUE(NewByteLevelDecoder()->DecodeChain(&carried, DecodeOutput::kBytes).ok());
+  EXPECT_EQ(carried, (Strings{"\xF4\x8F\xBB\xA2\xF4\x8F\xBA\x82"}));
+  EXPECT_EQ(RestoreCarriedBytes(carried[0]), "\xE2\x82");
   EXPECT_EQ(Decoded(*NewFuseDecoder(), {"a", "b", "c"}), (Strings{"abc"}));
   EXPECT_EQ(Decoded(*NewStripDecoder(U' ', 1, 1), {"  a  ", " ", "b"}), (Strings{" a ", "", "b"}));
   EXPECT_EQ(Decoded(*NewReplaceDecoder(Pattern::Literal("_"), " "), {"a_b", "_"}), (Strings{"a b", " "}));

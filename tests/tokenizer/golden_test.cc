@@ -50,6 +50,32 @@ TEST(Gpt2Golden, Lookups) {
   EXPECT_EQ(Gpt2().id_limit(), 50257);
 }
 
+// Byte-level BPE splits characters outside its merges across tokens: decoded alone, such a
+// token is U+FFFD; its bytes (DecodeBytes) join with its neighbours' into the text's UTF-8.
+TEST(Gpt2Golden, EachTokensBytesJoinIntoTheText) {
+  for (const Tokenizer* tok : {&Gpt2(), &LladaLike()}) {
+    const std::string text = "na\xC3\xAFve \xE2\x82\xAC 5 \xF0\x9F\x98\x80 \xE6\x97\xA5\xE6\x9C\xAC<|endoftext|>";
+    const auto ids = EncodeOrDie(*tok, text, /*special=*/true);
+    std::string joined;
+    int split = 0;
+    for (int32_t id : ids) {
+      auto bytes = tok->DecodeBytes(std::vector<int32_t>{id});
+      ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+      const std::string alone = *tok->Decode(std::vector<int32_t>{id}, false);
+      if (alone.find("\xEF\xBF\xBD") != std::string::npos) {
+        ++split;
+        EXPECT_NE(*bytes, alone) << id;
+      } else {
+        EXPECT_EQ(*bytes, alone) << id;
+      }
+      joined += *bytes;
+    }
+    EXPECT_EQ(joined, *tok->Decode(ids, false)) << tok->source();
+    EXPECT_GT(split, 0) << tok->source() << ": no token held part of a character";
+    EXPECT_EQ(*tok->DecodeBytes(ids), joined);
+  }
+}
+
 TEST(Gpt2Golden, LongInputsAndCacheGiveTheSameIds) {
   // The same words again (now cached) and a word longer than the cache limit.
   const std::string text = "Hello world, hello again. " + std::string(600, 'x') + " Hello world";

@@ -1,4 +1,6 @@
 // Invalid UTF-8 input to encode, unknown ids to decode, and the UTF-8 helpers.
+#include <random>
+
 #include "common/tokenizer/utf8.h"
 #include "test_util.h"
 
@@ -62,6 +64,20 @@ TEST(Utf8, Helpers) {
   std::string out;
   AppendUtf8(U'\U0001F600', &out);
   EXPECT_EQ(out, "\xF0\x9F\x98\x80");
+}
+
+TEST(Utf8, CarriedBytesComeBackExactly) {
+  // Valid text is left alone; each byte of an invalid sequence becomes U+10FE00 + byte.
+  EXPECT_EQ(CarryInvalidBytes("a\xC3\xA9"), "a\xC3\xA9");
+  EXPECT_EQ(CarryInvalidBytes("\xFF"), "\xF4\x8F\xBB\xBF");
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes(rng() % 12, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() % 4 == 0 ? rng() % 128 : 0x80 + rng() % 128);
+    const std::string carried = CarryInvalidBytes(bytes);
+    EXPECT_EQ(FindInvalidUtf8(carried), kNoInvalidUtf8);
+    EXPECT_EQ(RestoreCarriedBytes(carried), bytes);
+  }
 }
 
 }  // namespace

@@ -47,13 +47,13 @@ json CompletionLogprobs(const tokenizer::Tokenizer* tok, const std::vector<Logpr
 json ChatLogprobs(const tokenizer::Tokenizer* tok, const std::vector<LogprobToken>& tokens) {
   json content = json::array();
   for (const LogprobToken& t : tokens) {
-    const std::string token = TokenString(tok, t.id);
-    json entry = {{"token", token}, {"bytes", Bytes(token)}, {"top_logprobs", json::array()}};
+    json entry = {{"token", TokenString(tok, t.id)}, {"bytes", Bytes(TokenBytes(tok, t.id))}, {"top_logprobs", json::array()}};
     entry["logprob"] = t.logprob ? json(Finite(t.logprob->logprob())) : json(nullptr);
     if (t.logprob) {
       for (const auto& alt : t.logprob->top()) {
-        const std::string s = TokenString(tok, alt.token());
-        entry["top_logprobs"].push_back({{"token", s}, {"logprob", Finite(alt.logprob())}, {"bytes", Bytes(s)}});
+        entry["top_logprobs"].push_back({{"token", TokenString(tok, alt.token())},
+                                         {"logprob", Finite(alt.logprob())},
+                                         {"bytes", Bytes(TokenBytes(tok, alt.token()))}});
       }
     }
     content.push_back(std::move(entry));

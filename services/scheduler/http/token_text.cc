@@ -37,6 +37,12 @@ std::string TokenString(const tokenizer::Tokenizer* tokenizer, std::int64_t id) 
   return text.ok() ? *text : "token_id:" + std::to_string(id);
 }
 
+std::string TokenBytes(const tokenizer::Tokenizer* tokenizer, std::int64_t id) {
+  if (!tokenizer || !Known(*tokenizer, id)) return TokenString(tokenizer, id);
+  auto bytes = tokenizer->DecodeBytes(std::vector<std::int32_t>{static_cast<std::int32_t>(id)});
+  return bytes.ok() ? *bytes : TokenString(tokenizer, id);
+}
+
 std::size_t CodePoints(std::string_view utf8) {
   std::size_t n = 0;
   for (unsigned char c : utf8) n += (c & 0xC0) != 0x80;

@@ -32,6 +32,11 @@ inline std::string DecodeIds(const tokenizer::Tokenizer* tokenizer, const std::v
 // for an id it does not know: "token_id:<id>".
 std::string TokenString(const tokenizer::Tokenizer* tokenizer, std::int64_t id);
 
+// The bytes of one token decoded alone: TokenString's, except that a token holding part of a
+// UTF-8 character gives those bytes where TokenString has U+FFFD (OpenAI's logprobs `bytes`:
+// the bytes of consecutive tokens join into the text's UTF-8).
+std::string TokenBytes(const tokenizer::Tokenizer* tokenizer, std::int64_t id);
+
 // Unicode code points in UTF-8 text (what a Python client indexes its text by).
 std::size_t CodePoints(std::string_view utf8);
 
