@@ -7,7 +7,8 @@
 // (the conditional and unconditional copies run as one batch) else B, L = prompt + gen_length,
 // d = d_model, H = n_heads, kv = n_kv_heads * head_dim, M = mlp_hidden_size, V = embedding_size
 // (rows of the LM head), s = compute dtype bytes (fp32 4, bf16/fp16 2), f = 4 (RMSNorm and RoPE
-// compute in float32 whatever s), R = logits rows (the reference at temperature > 0: L; the greedy reference and the fast modes: block_length).
+// compute in float32 whatever s), R = logits rows (the reference at temperature > 0: L; the
+// greedy reference and the fast modes: block_length).
 //
 // A step has phases; the peak is the largest phase plus what persists across them, not the sum
 // of everything:
