@@ -1,6 +1,27 @@
 #include "services/common/grpc_tls.h"
 
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
 namespace unmask::tls {
+namespace {
+
+// gRPC's own file watcher (FileWatcherCertificateProvider): it reads the files again every
+// refresh_seconds and hands new connections what they hold; a key that does not fit its
+// certificate is refused (an error in gRPC's log) and the last good pair kept.
+std::shared_ptr<grpc::ServerCredentials> WatchedCredentials(const ServerTlsMaterial& tls,
+                                                            grpc_ssl_client_certificate_request_type request) {
+  const auto interval = static_cast<unsigned int>(tls.files.refresh_seconds);
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.files.key_file, tls.files.cert_file, tls.files.ca_file, interval);
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  if (!tls.files.ca_file.empty()) options.watch_root_certs();
+  options.set_cert_request_type(request);
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
+}  // namespace
 
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const std::optional<ServerTlsMaterial>& tls) {
   if (!tls) return grpc::InsecureServerCredentials();
@@ -10,6 +31,7 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const std::optional<S
   } else if (!tls->client_ca.empty()) {
     request = GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
   }
+  if (tls->files.refresh_seconds > 0) return WatchedCredentials(*tls, request);
   grpc::SslServerCredentialsOptions options(request);
   options.pem_root_certs = tls->client_ca;
   options.pem_key_cert_pairs.push_back({tls->private_key, tls->cert_chain});
@@ -19,6 +41,17 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const std::optional<S
 std::shared_ptr<grpc::Channel> CreateChannel(const std::string& address, const std::optional<ClientTlsMaterial>& tls,
                                              grpc::ChannelArguments args) {
   if (!tls) return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (tls->files.refresh_seconds > 0) {  // gRPC's file watcher, as WatchedCredentials
+    const ClientTlsOptions& f = tls->files;
+    auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+        f.key_file, f.cert_file, f.ca_file, static_cast<unsigned int>(f.refresh_seconds));
+    grpc::experimental::TlsChannelCredentialsOptions options;
+    options.set_certificate_provider(provider);
+    if (!f.cert_file.empty()) options.watch_identity_key_cert_pairs();
+    if (!f.ca_file.empty()) options.watch_root_certs();  // else the system's roots
+    if (!tls->server_name.empty()) args.SetSslTargetNameOverride(tls->server_name);
+    return grpc::CreateCustomChannel(address, grpc::experimental::TlsCredentials(options), args);
+  }
   grpc::SslCredentialsOptions options;
   options.pem_root_certs = tls->root_ca;
   options.pem_private_key = tls->private_key;

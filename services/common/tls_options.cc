@@ -100,6 +100,8 @@ StatusOr<std::optional<ServerTlsMaterial>> LoadServerTls(const ServerTlsOptions&
                                   "key: a server checks client certificates only over TLS");
     if (o.require_client_cert)
       return InvalidArgumentError(p + "require-client-cert needs " + p + "cert, " + p + "key and " + p + "ca");
+    if (o.refresh_seconds != 0)
+      return InvalidArgumentError(p + "refresh-seconds is given without " + p + "cert and " + p + "key: plaintext has no files to read");
     return std::optional<ServerTlsMaterial>();
   }
   if (o.key_file.empty())
@@ -108,8 +110,12 @@ StatusOr<std::optional<ServerTlsMaterial>> LoadServerTls(const ServerTlsOptions&
   if (o.require_client_cert && o.ca_file.empty())
     return InvalidArgumentError(p + "require-client-cert needs " + p + "ca (the CA that signs client certificates)");
   const std::string cert_what = Named(p, "cert", o.cert_file), key_what = Named(p, "key", o.key_file);
+  if (o.refresh_seconds < 0)
+    return InvalidArgumentError(p + "refresh-seconds " + std::to_string(o.refresh_seconds) +
+                                ": expected 0 (read the files once) or a number of seconds");
   ServerTlsMaterial m;
   m.require_client_cert = o.require_client_cert;
+  m.files = o;
   UNMASK_ASSIGN_OR_RETURN(m.cert_chain, ReadFile(o.cert_file, cert_what));
   UNMASK_ASSIGN_OR_RETURN(m.private_key, ReadFile(o.key_file, key_what));
   UNMASK_RETURN_IF_ERROR(CheckCertificates(m.cert_chain, cert_what));
@@ -129,8 +135,14 @@ StatusOr<std::optional<ClientTlsMaterial>> LoadClientTls(const ClientTlsOptions&
     return InvalidArgumentError(o.cert_file.empty()
                                     ? Named(p, "key", o.key_file) + " is given without " + p + "cert"
                                     : Named(p, "cert", o.cert_file) + " is given without " + p + "key");
+  if (o.refresh_seconds < 0)
+    return InvalidArgumentError(p + "refresh-seconds " + std::to_string(o.refresh_seconds) +
+                                ": expected 0 (read the files once) or a number of seconds");
+  if (o.refresh_seconds > 0 && o.ca_file.empty() && o.cert_file.empty())
+    return InvalidArgumentError(p + "refresh-seconds is given without " + p + "ca or " + p + "cert: no files to read");
   ClientTlsMaterial m;
   m.server_name = o.server_name;
+  m.files = o;
   if (!o.ca_file.empty()) {
     const std::string ca_what = Named(p, "ca", o.ca_file);
     UNMASK_ASSIGN_OR_RETURN(m.root_ca, ReadFile(o.ca_file, ca_what));
@@ -148,8 +160,10 @@ StatusOr<std::optional<ClientTlsMaterial>> LoadClientTls(const ClientTlsOptions&
 
 std::string Describe(const std::optional<ServerTlsMaterial>& tls) {
   if (!tls) return "plaintext";
-  if (tls->require_client_cert) return "mutual TLS: client certificates required";
-  return tls->client_ca.empty() ? "TLS" : "TLS, client certificates verified when presented";
+  const std::string refresh =
+      tls->files.refresh_seconds > 0 ? "; files re-read every " + std::to_string(tls->files.refresh_seconds) + " s" : "";
+  if (tls->require_client_cert) return "mutual TLS: client certificates required" + refresh;
+  return (tls->client_ca.empty() ? "TLS" : "TLS, client certificates verified when presented") + refresh;
 }
 
 }  // namespace unmask::tls

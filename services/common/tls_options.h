@@ -5,6 +5,7 @@
 //
 // Flags (tls_flags.h adds them; one scheme on every binary):
 //   servers  --tls-cert FILE --tls-key FILE [--tls-ca FILE] [--tls-require-client-cert]
+//            [--tls-refresh-seconds N]
 //   clients  --<peer>-tls  --<peer>-tls-ca FILE  --<peer>-tls-cert FILE --<peer>-tls-key FILE
 //            --<peer>-tls-server-name NAME   (the `unmask` CLI: no "<peer>-" part)
 #pragma once
@@ -22,9 +23,18 @@ namespace unmask::tls {
 struct ServerTlsOptions {
   std::string cert_file, key_file, ca_file;
   bool require_client_cert = false;
+  // > 0: the files are read again every this many seconds, and new connections get what they
+  // then hold (a renewed certificate, e.g. cert-manager's, without a restart). Replace them
+  // atomically (a Kubernetes Secret volume does): on a gRPC listener (gRPC's file watcher) a
+  // key that does not fit its certificate fails new handshakes until the pair fits again; the
+  // HTTP API refuses such files with an error on stderr and keeps the last good ones.
+  // 0: read once, at start.
+  int refresh_seconds = 0;
   std::string flag_prefix = "--tls-";  // how the flags are spelled, for error messages
 
-  bool given() const { return !cert_file.empty() || !key_file.empty() || !ca_file.empty() || require_client_cert; }
+  bool given() const {
+    return !cert_file.empty() || !key_file.empty() || !ca_file.empty() || require_client_cert || refresh_seconds != 0;
+  }
 };
 
 // A client's side of one peer. TLS when `enabled` or any file or the server name is set.
@@ -35,10 +45,14 @@ struct ServerTlsOptions {
 struct ClientTlsOptions {
   bool enabled = false;
   std::string ca_file, cert_file, key_file, server_name;
+  // > 0: ca_file, cert_file and key_file are read again this often, and new connections (a
+  // channel's reconnections included) use what they then hold, as ServerTlsOptions'.
+  int refresh_seconds = 0;
   std::string flag_prefix = "--tls-";  // e.g. "--loader-tls-"
 
   bool wanted() const {
-    return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty() || !server_name.empty();
+    return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty() || !server_name.empty() ||
+           refresh_seconds != 0;
   }
 };
 
@@ -47,12 +61,14 @@ struct ClientTlsOptions {
 struct ServerTlsMaterial {
   std::string cert_chain, private_key, client_ca;
   bool require_client_cert = false;
+  ServerTlsOptions files;  // where it was read from, for a refresh (files.refresh_seconds)
 };
 
 struct ClientTlsMaterial {
   std::string root_ca;  // empty: the system's roots
   std::string cert_chain, private_key;  // both empty: no client certificate
   std::string server_name;
+  ClientTlsOptions files;  // where it was read from, for a refresh (files.refresh_seconds)
 };
 
 // std::nullopt: plaintext. Errors name the flag and the file ("--tls-key /x/key.pem: cannot

@@ -249,6 +249,7 @@ def tls():
         for f, path in TLS_FILES.items():
             check(flag1(docs, c, f) == path, "%s --%s=%s, want %s" % (c["name"], f, flag1(docs, c, f), path))
         check("--tls-require-client-cert" in c["args"], "%s: mutual TLS by default" % c["name"])
+        check(flag1(docs, c, "tls-refresh-seconds") == "60", "%s re-reads its TLS files every 60 s" % c["name"])
         check_tls_mount(docs, o, c, "my-tls")
         check("exec" in c["livenessProbe"] and "--tls-server-name=%s" % name in c["livenessProbe"]["exec"]["command"],
               "%s probes over TLS with the server name: %s" % (c["name"], c["livenessProbe"]))
@@ -257,6 +258,7 @@ def tls():
             f = f.replace("tls-", peer + "-tls-")
             check(flag1(docs, c, f) == path, "%s --%s=%s, want %s" % (c["name"], f, flag1(docs, c, f), path))
         check(flag1(docs, c, peer + "-tls-server-name") == name, "%s checks the %s for %s" % (c["name"], peer, name))
+        check(flag1(docs, c, peer + "-tls-refresh-seconds") == "60", "%s re-reads its %s TLS files" % (c["name"], peer))
     test_pod = objs(docs, "Pod")[0]
     for c in containers(test_pod, init=True):
         check("--tls-ca=/etc/unmask-tls/ca.crt" in c["args"] and "--tls-server-name=%s" % name in c["args"],
@@ -266,10 +268,12 @@ def tls():
         check_tls_mount(docs, test_pod, c, "my-tls")
     # TLS without client certificates, and a name of one's own.
     docs, _ = render("--set", "tls.enabled=true", "--set", "tls.secretName=my-tls", "--set", "tls.requireClientCert=false",
-                     "--set", "tls.serverName=unmask.internal", "--set", "worker.executorsPerGpu=2")
+                     "--set", "tls.serverName=unmask.internal", "--set", "worker.executorsPerGpu=2",
+                     "--set", "tls.refreshSeconds=0")
     sts = one(docs, "StatefulSet", "worker")
     for c in containers(sts):
         check("--tls-require-client-cert" not in c["args"], "%s: no mutual TLS when requireClientCert=false" % c["name"])
+        check(not any("tls-refresh-seconds" in a for a in c["args"]), "%s: refreshSeconds=0 reads once" % c["name"])
     check(flag1(docs, container(sts, "executor-1"), "loader-tls-server-name") == "unmask.internal", "tls.serverName")
     render_fails(["--set", "tls.enabled=true"], "tls.secretName is required when tls.enabled")
 

@@ -152,6 +152,31 @@ TEST(TlsEndToEndTest, WholeStackOverMutualTls) {
   EXPECT_EQ(models->status, 200);
 }
 
+TEST(TlsEndToEndTest, WholeStackOverMutualTlsWithTheFilesReReadAsTheHelmChartSetsIt) {
+  // tls.refreshSeconds: every server and every client watches its files (gRPC's file watcher;
+  // the HTTP API's own reloader). The same answers as with files read once.
+  std::signal(SIGPIPE, SIG_IGN);
+  const TestPki pki;
+  const std::vector<std::string> refresh = {"--tls-refresh-seconds", "60"};
+  Stack stack;
+  stack.StartLoader(Concat(ServerTls(pki, true), refresh));
+  EXPECT_THAT(stack.loader().output(), HasSubstr("files re-read every 60 s"));
+  stack.StartExecutor(Concat(Concat(ServerTls(pki, true), refresh),
+                             Concat(PeerTls(pki, "loader"), {"--loader-tls-refresh-seconds", "60"})));
+  const int s = stack.StartScheduler(Concat(Concat(Concat(ServerTls(pki, true), refresh), PeerTls(pki, "executor")),
+                                            {"--executor-tls-refresh-seconds", "60", "--http-port", "0"}));
+  const int http_port = HttpPort(stack.scheduler(s));
+  ASSERT_GT(http_port, 0) << stack.scheduler(s).output();
+  CliResult r = stack.Cli(s, CliTls(pki.ca(), pki.client_cert(), pki.client_key()) + kGenerate);
+  ASSERT_EQ(r.exit_code, 0) << r.out << stack.scheduler(s).output() << stack.executor(0).output();
+  EXPECT_THAT(r.out, HasSubstr("\"completed\""));
+  r = stack.Cli(s, "--timeout 10 " + CliTls(pki.ca()) + "models");
+  EXPECT_NE(r.exit_code, 0) << "mutual TLS still refuses a client without a certificate: " << r.out;
+  httplib::Result models = HttpsGet(http_port, pki, /*client_cert=*/true);
+  ASSERT_TRUE(models) << httplib::to_string(models.error());
+  EXPECT_EQ(models->status, 200);
+}
+
 TEST(TlsEndToEndTest, ServerTlsWithoutClientCertificatesAndPlaintextBehind) {
   // TLS at the front door only: the CLI and HTTP clients need the CA and no certificate; the
   // scheduler reaches a plaintext executor and loader (the default).
@@ -239,6 +264,15 @@ TEST(TlsEndToEndTest, BadTlsFlagsAreRefusedAtStartNamingTheFlagAndFile) {
                                  "--tls-key", pki.server_key(), "--tls-require-client-cert"});
   EXPECT_EQ(code, 2) << out;
   EXPECT_THAT(out, HasSubstr("--tls-require-client-cert needs --tls-ca"));
+
+  std::tie(code, out) = Refused({LOADER_BIN, "--listen", "127.0.0.1:0", "--model-root", dir.path(), "--tls-cert",
+                                 pki.server_cert(), "--tls-key", pki.server_key(), "--tls-refresh-seconds", "-5"});
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("--tls-refresh-seconds -5: expected 0"));
+  std::tie(code, out) = Refused({SCHEDULER_BIN, "--listen", "127.0.0.1:0", "--http-port", "0",
+                                 "--http-tls-refresh-seconds", "30"});
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("--http-tls-refresh-seconds is given without --http-tls-cert"));
 
   // The executor checks its TLS flags before it asks the loader for anything.
   std::tie(code, out) = Refused({EXECUTOR_BIN, "--listen", "127.0.0.1:0", "--loader", "127.0.0.1:1", "--model", "m",

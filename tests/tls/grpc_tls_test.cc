@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <thread>
+
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "services/common/grpc_tls.h"
 #include "services/common/server_runner.h"
@@ -29,6 +32,9 @@ class GrpcTlsTest : public ::testing::Test {
       o.ca_file = pki().ca();
       o.require_client_cert = true;
     }
+    Serve(o);
+  }
+  void Serve(const ServerTlsOptions& o) {
     auto tls = LoadServerTls(o);
     ASSERT_TRUE(tls.ok()) << tls.status().ToString();
     runner_ = std::make_unique<services::ServerRunner>("Test");
@@ -42,13 +48,15 @@ class GrpcTlsTest : public ::testing::Test {
 
   // The client side: CA, client certificate (cert_file empty: none), server name.
   static std::optional<ClientTlsMaterial> Client(const std::string& ca, const std::string& cert = "",
-                                                 const std::string& key = "", const std::string& server_name = "") {
+                                                 const std::string& key = "", const std::string& server_name = "",
+                                                 int refresh_seconds = 0) {
     ClientTlsOptions o;
     o.enabled = true;
     o.ca_file = ca;
     o.cert_file = cert;
     o.key_file = key;
     o.server_name = server_name;
+    o.refresh_seconds = refresh_seconds;
     auto tls = LoadClientTls(o);
     EXPECT_TRUE(tls.ok()) << tls.status().ToString();
     return tls.ok() ? *tls : std::nullopt;
@@ -109,6 +117,85 @@ TEST_F(GrpcTlsTest, MutualTlsRefusesClientsWithoutTheRightCertificate) {
   EXPECT_EQ(Check(std::nullopt), grpc::StatusCode::UNAVAILABLE) << "plaintext";
   // The refused handshakes did not hurt the server.
   EXPECT_EQ(Check(Client(pki().ca(), pki().client_cert(), pki().client_key())), grpc::StatusCode::OK);
+}
+
+// Copies `from` over `to` the way a Secret volume changes: a new file renamed into place.
+void Replace(const std::string& from, const std::string& to) {
+  unmask::testing::WriteFile(to + ".new", unmask::testing::ReadFile(from));
+  ASSERT_EQ(std::rename((to + ".new").c_str(), to.c_str()), 0) << to;
+}
+
+// --tls-refresh-seconds: a certificate renewed on disk (here from another CA, so that the
+// clients tell the two apart) reaches new connections without a restart.
+TEST_F(GrpcTlsTest, RenewedFilesReachNewConnectionsWithoutARestart) {
+  unmask::testing::TempDir dir;
+  const std::string cert = dir.File("tls.crt"), key = dir.File("tls.key");
+  Replace(pki().server_cert(), cert);
+  Replace(pki().server_key(), key);
+  ServerTlsOptions o;
+  o.cert_file = cert;
+  o.key_file = key;
+  o.refresh_seconds = 1;
+  Serve(o);
+  EXPECT_EQ(Check(Client(pki().ca())), grpc::StatusCode::OK);
+  EXPECT_EQ(Check(Client(pki().other_ca())), grpc::StatusCode::UNAVAILABLE);
+
+  Replace(pki().other_server_key(), key);
+  Replace(pki().other_server_cert(), cert);
+  // Within a few refresh intervals, a new connection meets the new certificate.
+  grpc::StatusCode renewed = grpc::StatusCode::UNAVAILABLE;
+  for (int i = 0; i < 50 && renewed != grpc::StatusCode::OK; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    renewed = Check(Client(pki().other_ca()));
+  }
+  EXPECT_EQ(renewed, grpc::StatusCode::OK) << "the renewed certificate never reached a new connection";
+  EXPECT_EQ(Check(Client(pki().ca())), grpc::StatusCode::UNAVAILABLE) << "the old certificate is gone";
+
+  // A key that does not fit the certificate (a renewal written file by file, not atomically):
+  // gRPC's watcher takes it, and new handshakes fail until the pair fits again.
+  Replace(pki().server_key(), key);
+  grpc::StatusCode broken = grpc::StatusCode::OK;
+  for (int i = 0; i < 50 && broken == grpc::StatusCode::OK; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    broken = Check(Client(pki().other_ca()));
+  }
+  EXPECT_EQ(broken, grpc::StatusCode::UNAVAILABLE);
+  Replace(pki().server_cert(), cert);
+  grpc::StatusCode fixed = grpc::StatusCode::UNAVAILABLE;
+  for (int i = 0; i < 50 && fixed != grpc::StatusCode::OK; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    fixed = Check(Client(pki().ca()));
+  }
+  EXPECT_EQ(fixed, grpc::StatusCode::OK) << "a fitting pair again: served again, without a restart";
+}
+
+// The client side with --<peer>-tls-refresh-seconds (gRPC's file watcher): the same answers as
+// the static credentials on the first look, and a client certificate renewed on disk (here the
+// other CA's, which this server refuses) is what the next connection presents.
+TEST_F(GrpcTlsTest, AWatchingClientChecksAsTheStaticOneAndPresentsRenewedCertificates) {
+  Serve(/*require_client_cert=*/true);
+  EXPECT_EQ(Check(Client(pki().ca(), pki().client_cert(), pki().client_key(), "", 1)), grpc::StatusCode::OK);
+  EXPECT_EQ(Check(Client(pki().ca(), pki().client_cert(), pki().client_key(), "localhost", 1)), grpc::StatusCode::OK);
+  EXPECT_EQ(Check(Client(pki().ca(), pki().client_cert(), pki().client_key(), "unmask-executor.example", 1)),
+            grpc::StatusCode::UNAVAILABLE)
+      << "the certificate does not carry that name";
+  EXPECT_EQ(Check(Client(pki().other_ca(), pki().client_cert(), pki().client_key(), "", 1)),
+            grpc::StatusCode::UNAVAILABLE)
+      << "a server the client does not trust";
+
+  // Material loaded once, at start, as the services load theirs; channels made from it later
+  // (a new executor, a reconnection) present what the files hold then when it watches them.
+  unmask::testing::TempDir dir;
+  const std::string cert = dir.File("tls.crt"), key = dir.File("tls.key");
+  Replace(pki().client_cert(), cert);
+  Replace(pki().client_key(), key);
+  const auto watching = Client(pki().ca(), cert, key, "", 1), once = Client(pki().ca(), cert, key);
+  EXPECT_EQ(Check(watching), grpc::StatusCode::OK);
+  EXPECT_EQ(Check(once), grpc::StatusCode::OK);
+  Replace(pki().other_client_key(), key);  // renewed, here by the other CA, which this server refuses
+  Replace(pki().other_client_cert(), cert);
+  EXPECT_EQ(Check(watching), grpc::StatusCode::UNAVAILABLE) << "the renewed client certificate was not presented";
+  EXPECT_EQ(Check(once), grpc::StatusCode::OK) << "without refresh: the certificate read at start";
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ TestPki::TestPki() {
   MakeLeaf("client", "ca", "/CN=unmask test client", "client_ext", 3);
   MakeCa("other-ca", "/CN=unrelated test CA");
   MakeLeaf("other-client", "other-ca", "/CN=unmask test client", "client_ext", 4);
+  MakeLeaf("other-server", "other-ca", "/CN=localhost", "server_ext", 5);
 }
 
 void TestPki::Run(const std::string& args) const {

@@ -1,7 +1,7 @@
 // A throwaway PKI for TLS tests, made at test time in a temp directory with the `openssl`
 // command CMake found: a CA, a server certificate for localhost and 127.0.0.1 (usable as a
 // client certificate too, like one certificate per pod), a client certificate, and a second,
-// unrelated CA with a client certificate of its own. EC P-256 keys, valid for two days.
+// unrelated CA with a client and a server certificate of its own. EC P-256 keys, valid for two days.
 #pragma once
 
 #include <string>
@@ -22,6 +22,9 @@ class TestPki {
   std::string other_ca() const { return dir_.File("other-ca.crt"); }
   std::string other_client_cert() const { return dir_.File("other-client.crt"); }
   std::string other_client_key() const { return dir_.File("other-client.key"); }
+  // A server certificate for localhost from the other CA: what a renewal from a new CA gives.
+  std::string other_server_cert() const { return dir_.File("other-server.crt"); }
+  std::string other_server_key() const { return dir_.File("other-server.key"); }
   // A file in the PKI's directory, for tests that write broken ones.
   std::string File(const std::string& name) const { return dir_.File(name); }
 

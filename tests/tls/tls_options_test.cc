@@ -90,6 +90,39 @@ TEST_F(TlsOptionsTest, MutualTlsNeedsTheClientCa) {
   EXPECT_THAT(ServerError(no_cert), HasSubstr("--tls-ca is given without --tls-cert"));
 }
 
+TEST_F(TlsOptionsTest, RefreshSecondsAreCheckedAndKeptWithTheFiles) {
+  ServerTlsOptions o = Server();
+  o.refresh_seconds = 30;
+  auto tls = LoadServerTls(o);
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  EXPECT_EQ((*tls)->files.refresh_seconds, 30);
+  EXPECT_EQ((*tls)->files.cert_file, pki().server_cert());
+  EXPECT_EQ((*tls)->files.key_file, pki().server_key());
+  EXPECT_EQ(Describe(*tls), "TLS; files re-read every 30 s");
+  o.refresh_seconds = -1;
+  EXPECT_THAT(ServerError(o), HasSubstr("--tls-refresh-seconds -1: expected 0"));
+  ServerTlsOptions plaintext;
+  plaintext.refresh_seconds = 5;
+  EXPECT_TRUE(plaintext.given());
+  EXPECT_THAT(ServerError(plaintext), HasSubstr("--tls-refresh-seconds is given without --tls-cert"));
+}
+
+TEST_F(TlsOptionsTest, ClientRefreshSecondsNeedFilesToRead) {
+  ClientTlsOptions o;
+  o.flag_prefix = "--loader-tls-";
+  o.refresh_seconds = 10;
+  EXPECT_TRUE(o.wanted());
+  EXPECT_THAT(ClientError(o), HasSubstr("--loader-tls-refresh-seconds is given without --loader-tls-ca or --loader-tls-cert"));
+  o.ca_file = pki().ca();
+  o.refresh_seconds = -2;
+  EXPECT_THAT(ClientError(o), HasSubstr("--loader-tls-refresh-seconds -2: expected 0"));
+  o.refresh_seconds = 10;
+  auto tls = LoadClientTls(o);
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  EXPECT_EQ((*tls)->files.refresh_seconds, 10);
+  EXPECT_EQ((*tls)->files.ca_file, pki().ca());
+}
+
 TEST_F(TlsOptionsTest, UnreadableFileIsNamedWithItsFlag) {
   ServerTlsOptions o = Server();
   o.key_file = pki().File("missing.key");

@@ -191,6 +191,9 @@ securityContext:
 {{- if .Values.tls.requireClientCert }}
 - --tls-require-client-cert
 {{- end }}
+{{- if gt (int .Values.tls.refreshSeconds) 0 }}
+- --tls-refresh-seconds={{ .Values.tls.refreshSeconds }}
+{{- end }}
 {{- end -}}
 {{- end -}}
 
@@ -204,6 +207,9 @@ securityContext:
 - {{ $f }}cert={{ $d }}/tls.crt
 - {{ $f }}key={{ $d }}/tls.key
 - {{ $f }}server-name={{ include "unmask.tlsServerName" .ctx }}
+{{- if and (gt (int .ctx.Values.tls.refreshSeconds) 0) (ne .peer "") }}
+- {{ $f }}refresh-seconds={{ .ctx.Values.tls.refreshSeconds }}
+{{- end }}
 {{- end -}}
 {{- end -}}
 

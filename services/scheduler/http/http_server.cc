@@ -111,8 +111,9 @@ OpenAiHttpServer::OpenAiHttpServer(CompletionService& service, HttpServerOptions
     server_ = std::make_unique<httplib::Server>();
     return;
   }
+  if (options_.tls->files.refresh_seconds > 0) reloading_ = std::make_unique<ReloadingCertificate>(*options_.tls);
   server_ = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) {
-    tls_status_ = ConfigureServerContext(ctx, *options_.tls);
+    tls_status_ = ConfigureServerContext(ctx, *options_.tls, reloading_.get());
     return tls_status_.ok();
   });
 }

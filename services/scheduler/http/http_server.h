@@ -25,6 +25,8 @@ class Server;
 
 namespace unmask::scheduler::http {
 
+class ReloadingCertificate;  // tls_context.h
+
 struct HttpServerOptions {
   std::string host = "0.0.0.0";
   int port = 0;  // 0 picks a free port
@@ -55,6 +57,9 @@ class OpenAiHttpServer {
 
   CompletionService& service_;
   HttpServerOptions options_;
+  // With options_.tls->files.refresh_seconds: the certificate each handshake takes. Declared
+  // before server_, whose SSL context points to it.
+  std::unique_ptr<ReloadingCertificate> reloading_;
   std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with options_.tls
   Status tls_status_;                         // why the SSLServer could not be set up
   std::thread thread_;

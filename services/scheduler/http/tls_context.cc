@@ -24,36 +24,71 @@ Status OpenSslError(const std::string& what) {
 
 }  // namespace
 
-Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls) {
-  SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
-  // Clients that resume sessions (Node's https.Agent does) are refused by a server that verifies
-  // peers without a session id context.
-  static const unsigned char kSessionContext[] = "unmask-http";
-  SSL_CTX_set_session_id_context(&ctx, kSessionContext, sizeof(kSessionContext) - 1);
+TlsIdentity::~TlsIdentity() {
+  X509_free(leaf);
+  sk_X509_pop_free(chain, X509_free);
+  EVP_PKEY_free(key);
+}
+
+StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const tls::ServerTlsMaterial& tls) {
+  auto id = std::make_shared<TlsIdentity>();
   {
     BioPtr bio = MemoryBio(tls.cert_chain);
-    X509* leaf = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
-    if (leaf == nullptr) return OpenSslError("cannot read the certificate");
-    const int used = SSL_CTX_use_certificate(&ctx, leaf);
-    X509_free(leaf);
-    if (used != 1) return OpenSslError("cannot use the certificate");
+    id->leaf = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
+    if (id->leaf == nullptr) return OpenSslError("cannot read the certificate");
     // The rest of the file is the chain sent with it.
+    id->chain = sk_X509_new_null();
     while (X509* extra = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-      if (SSL_CTX_add0_chain_cert(&ctx, extra) != 1) {
+      if (sk_X509_push(id->chain, extra) == 0) {
         X509_free(extra);
         return OpenSslError("cannot add a chain certificate");
       }
     }
     ERR_clear_error();
   }
+  BioPtr bio = MemoryBio(tls.private_key);
+  id->key = PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
+  if (id->key == nullptr) return OpenSslError("cannot read the private key");
+  if (X509_check_private_key(id->leaf, id->key) != 1) return OpenSslError("the key does not fit the certificate");
+  return std::shared_ptr<const TlsIdentity>(std::move(id));
+}
+
+ReloadingCertificate::ReloadingCertificate(tls::ServerTlsMaterial initial, std::function<void(const std::string&)> log)
+    : reloader_(std::move(initial), "unmask-scheduler: the HTTP API", std::move(log)) {}
+
+bool ReloadingCertificate::Apply(SSL* ssl) {
+  std::shared_ptr<const TlsIdentity> identity;
   {
-    BioPtr bio = MemoryBio(tls.private_key);
-    EVP_PKEY* key = PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
-    if (key == nullptr) return OpenSslError("cannot read the private key");
-    const int used = SSL_CTX_use_PrivateKey(&ctx, key);
-    EVP_PKEY_free(key);
-    if (used != 1 || SSL_CTX_check_private_key(&ctx) != 1) return OpenSslError("the key does not fit the certificate");
+    std::lock_guard<std::mutex> lock(mu_);
+    auto material = reloader_.Current();
+    if (material != parsed_from_) {
+      auto parsed = ParseTlsIdentity(*material);  // checked by LoadServerTls already; parsed once per change
+      if (parsed.ok()) identity_ = *parsed;
+      parsed_from_ = material;
+    }
+    identity = identity_;
+  }
+  if (!identity) return true;  // the context's own
+  return SSL_use_certificate(ssl, identity->leaf) == 1 && SSL_use_PrivateKey(ssl, identity->key) == 1 &&
+         SSL_set1_chain(ssl, identity->chain) == 1;
+}
+
+Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls, ReloadingCertificate* reloading) {
+  SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  // Clients that resume sessions (Node's https.Agent does) are refused by a server that verifies
+  // peers without a session id context.
+  static const unsigned char kSessionContext[] = "unmask-http";
+  SSL_CTX_set_session_id_context(&ctx, kSessionContext, sizeof(kSessionContext) - 1);
+  UNMASK_ASSIGN_OR_RETURN(std::shared_ptr<const TlsIdentity> id, ParseTlsIdentity(tls));
+  if (SSL_CTX_use_certificate(&ctx, id->leaf) != 1) return OpenSslError("cannot use the certificate");
+  if (SSL_CTX_set1_chain(&ctx, id->chain) != 1) return OpenSslError("cannot add a chain certificate");
+  if (SSL_CTX_use_PrivateKey(&ctx, id->key) != 1 || SSL_CTX_check_private_key(&ctx) != 1)
+    return OpenSslError("the key does not fit the certificate");
+  if (reloading != nullptr) {
+    SSL_CTX_set_cert_cb(
+        &ctx, [](SSL* ssl, void* arg) { return static_cast<ReloadingCertificate*>(arg)->Apply(ssl) ? 1 : 0; },
+        reloading);
   }
   if (!tls.client_ca.empty()) {
     X509_STORE* store = SSL_CTX_get_cert_store(&ctx);

@@ -1,16 +1,54 @@
 // The HTTP API's TLS: an OpenSSL server context from loaded material (services/common/tls_options.h),
 // for cpp-httplib's SSLServer. Mutual TLS refuses a client without a certificate from the CA
-// during the handshake.
+// during the handshake. With refresh_seconds, every handshake takes the certificate and key the
+// files hold (ReloadingCertificate).
 #pragma once
 
 #include <openssl/ssl.h>
 
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
 #include "common/util/status.h"
 #include "services/common/tls_options.h"
+#include "services/common/tls_reload.h"
 
 namespace unmask::scheduler::http {
 
-// Sets the certificate chain, key, minimum version (TLS 1.2) and client verification of `ctx`.
-Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls);
+// A certificate chain and its key, parsed once.
+struct TlsIdentity {
+  X509* leaf = nullptr;
+  STACK_OF(X509)* chain = nullptr;  // the certificates after the leaf
+  EVP_PKEY* key = nullptr;
+  TlsIdentity() = default;
+  TlsIdentity(const TlsIdentity&) = delete;
+  TlsIdentity& operator=(const TlsIdentity&) = delete;
+  ~TlsIdentity();
+};
+StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const tls::ServerTlsMaterial& tls);
+
+// The files' certificate and key at every handshake (SSL_CTX_set_cert_cb), through a
+// tls::ServerTlsReloader: renewed files reach new connections, and files that do not load leave
+// the last good pair in use. The client CA stays the one read at start.
+class ReloadingCertificate {
+ public:
+  explicit ReloadingCertificate(tls::ServerTlsMaterial initial,
+                                std::function<void(const std::string&)> log = {});
+  // Puts the current certificate, chain and key on `ssl`; false when OpenSSL refuses them.
+  bool Apply(SSL* ssl);
+
+ private:
+  tls::ServerTlsReloader reloader_;
+  std::mutex mu_;
+  std::shared_ptr<const tls::ServerTlsMaterial> parsed_from_;
+  std::shared_ptr<const TlsIdentity> identity_;
+};
+
+// Sets the certificate chain, key, minimum version (TLS 1.2) and client verification of `ctx`;
+// with `reloading`, each handshake then takes its certificate and key from it.
+Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls,
+                              ReloadingCertificate* reloading = nullptr);
 
 }  // namespace unmask::scheduler::http
