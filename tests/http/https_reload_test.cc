@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <cstdio>
 #include <thread>
 
 #include "common/jobs/memory_job_store.h"
@@ -22,15 +21,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using unmask::testing::ReadFile;
+using unmask::testing::Replace;
 using unmask::testing::TempDir;
 using unmask::testing::TestPki;
-using unmask::testing::WriteFile;
-
-// Copies `from` over `to` the way a Secret volume changes: a new file renamed into place.
-void Replace(const std::string& from, const std::string& to) {
-  WriteFile(to + ".new", ReadFile(from));
-  ASSERT_EQ(std::rename((to + ".new").c_str(), to.c_str()), 0) << to;
-}
 
 class HttpsReloadTest : public ::testing::Test {
  protected:

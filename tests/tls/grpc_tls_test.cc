@@ -5,7 +5,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -16,6 +15,7 @@
 namespace unmask::tls {
 namespace {
 
+using unmask::testing::Replace;
 using unmask::testing::TestPki;
 
 class GrpcTlsTest : public ::testing::Test {
@@ -75,6 +75,16 @@ class GrpcTlsTest : public ::testing::Test {
     return s.error_code();
   }
 
+  // Check, again every 200 ms until it gives `want` (at most 10 s); the last code.
+  grpc::StatusCode Await(const std::optional<ClientTlsMaterial>& tls, grpc::StatusCode want) {
+    grpc::StatusCode got = Check(tls);
+    for (int i = 0; i < 50 && got != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      got = Check(tls);
+    }
+    return got;
+  }
+
   static TestPki* pki_;
   std::unique_ptr<services::ServerRunner> runner_;
 };
@@ -119,12 +129,6 @@ TEST_F(GrpcTlsTest, MutualTlsRefusesClientsWithoutTheRightCertificate) {
   EXPECT_EQ(Check(Client(pki().ca(), pki().client_cert(), pki().client_key())), grpc::StatusCode::OK);
 }
 
-// Copies `from` over `to` the way a Secret volume changes: a new file renamed into place.
-void Replace(const std::string& from, const std::string& to) {
-  unmask::testing::WriteFile(to + ".new", unmask::testing::ReadFile(from));
-  ASSERT_EQ(std::rename((to + ".new").c_str(), to.c_str()), 0) << to;
-}
-
 // --tls-refresh-seconds: a certificate renewed on disk (here from another CA, so that the
 // clients tell the two apart) reaches new connections without a restart.
 TEST_F(GrpcTlsTest, RenewedFilesReachNewConnectionsWithoutARestart) {
@@ -143,30 +147,17 @@ TEST_F(GrpcTlsTest, RenewedFilesReachNewConnectionsWithoutARestart) {
   Replace(pki().other_server_key(), key);
   Replace(pki().other_server_cert(), cert);
   // Within a few refresh intervals, a new connection meets the new certificate.
-  grpc::StatusCode renewed = grpc::StatusCode::UNAVAILABLE;
-  for (int i = 0; i < 50 && renewed != grpc::StatusCode::OK; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    renewed = Check(Client(pki().other_ca()));
-  }
-  EXPECT_EQ(renewed, grpc::StatusCode::OK) << "the renewed certificate never reached a new connection";
+  EXPECT_EQ(Await(Client(pki().other_ca()), grpc::StatusCode::OK), grpc::StatusCode::OK)
+      << "the renewed certificate never reached a new connection";
   EXPECT_EQ(Check(Client(pki().ca())), grpc::StatusCode::UNAVAILABLE) << "the old certificate is gone";
 
   // A key that does not fit the certificate (a renewal written file by file, not atomically):
   // gRPC's watcher takes it, and new handshakes fail until the pair fits again.
   Replace(pki().server_key(), key);
-  grpc::StatusCode broken = grpc::StatusCode::OK;
-  for (int i = 0; i < 50 && broken == grpc::StatusCode::OK; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    broken = Check(Client(pki().other_ca()));
-  }
-  EXPECT_EQ(broken, grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(Await(Client(pki().other_ca()), grpc::StatusCode::UNAVAILABLE), grpc::StatusCode::UNAVAILABLE);
   Replace(pki().server_cert(), cert);
-  grpc::StatusCode fixed = grpc::StatusCode::UNAVAILABLE;
-  for (int i = 0; i < 50 && fixed != grpc::StatusCode::OK; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    fixed = Check(Client(pki().ca()));
-  }
-  EXPECT_EQ(fixed, grpc::StatusCode::OK) << "a fitting pair again: served again, without a restart";
+  EXPECT_EQ(Await(Client(pki().ca()), grpc::StatusCode::OK), grpc::StatusCode::OK)
+      << "a fitting pair again: served again, without a restart";
 }
 
 // The client side with --<peer>-tls-refresh-seconds (gRPC's file watcher): the same answers as

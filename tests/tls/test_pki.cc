@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -32,6 +33,11 @@ extendedKeyUsage = clientAuth
 constexpr char kNewKey[] = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
 
 }  // namespace
+
+void Replace(const std::string& from, const std::string& to) {
+  WriteFile(to + ".new", ReadFile(from));
+  if (std::rename((to + ".new").c_str(), to.c_str()) != 0) throw std::runtime_error("cannot rename onto " + to);
+}
 
 TestPki::TestPki() {
   WriteFile(dir_.File("pki.cnf"), kConfig);

@@ -10,6 +10,10 @@
 
 namespace unmask::testing {
 
+// Copies `from` over `to` the way a Kubernetes Secret volume changes: a new file renamed into
+// place (throws std::runtime_error when the rename fails).
+void Replace(const std::string& from, const std::string& to);
+
 class TestPki {
  public:
   TestPki();  // throws std::runtime_error with openssl's output when a step fails
