@@ -6,17 +6,22 @@
 namespace unmask::tls {
 namespace {
 
-// gRPC's own file watcher (FileWatcherCertificateProvider): it reads the files again every
-// refresh_seconds and hands new connections what they hold; a key that does not fit its
-// certificate is refused (an error in gRPC's log) and the last good pair kept.
+// gRPC's own file watcher: it reads the files again every `seconds` and hands new connections
+// what they hold. gRPC 1.51 does not check that the key fits its certificate: a pair that does
+// not fit fails new handshakes until it fits again (hence: replace the files atomically).
+std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider> Watcher(const std::string& key,
+                                                                            const std::string& cert,
+                                                                            const std::string& ca, int seconds) {
+  return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(key, cert, ca,
+                                                                              static_cast<unsigned int>(seconds));
+}
+
 std::shared_ptr<grpc::ServerCredentials> WatchedCredentials(const ServerTlsMaterial& tls,
                                                             grpc_ssl_client_certificate_request_type request) {
-  const auto interval = static_cast<unsigned int>(tls.files.refresh_seconds);
-  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      tls.files.key_file, tls.files.cert_file, tls.files.ca_file, interval);
-  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  const ServerTlsOptions& f = tls.files;
+  grpc::experimental::TlsServerCredentialsOptions options(Watcher(f.key_file, f.cert_file, f.ca_file, f.refresh_seconds));
   options.watch_identity_key_cert_pairs();
-  if (!tls.files.ca_file.empty()) options.watch_root_certs();
+  if (!f.ca_file.empty()) options.watch_root_certs();
   options.set_cert_request_type(request);
   return grpc::experimental::TlsServerCredentials(options);
 }
@@ -41,12 +46,10 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const std::optional<S
 std::shared_ptr<grpc::Channel> CreateChannel(const std::string& address, const std::optional<ClientTlsMaterial>& tls,
                                              grpc::ChannelArguments args) {
   if (!tls) return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  if (tls->files.refresh_seconds > 0) {  // gRPC's file watcher, as WatchedCredentials
+  if (tls->files.refresh_seconds > 0) {
     const ClientTlsOptions& f = tls->files;
-    auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-        f.key_file, f.cert_file, f.ca_file, static_cast<unsigned int>(f.refresh_seconds));
     grpc::experimental::TlsChannelCredentialsOptions options;
-    options.set_certificate_provider(provider);
+    options.set_certificate_provider(Watcher(f.key_file, f.cert_file, f.ca_file, f.refresh_seconds));
     if (!f.cert_file.empty()) options.watch_identity_key_cert_pairs();
     if (!f.ca_file.empty()) options.watch_root_certs();  // else the system's roots
     if (!tls->server_name.empty()) args.SetSslTargetNameOverride(tls->server_name);
