@@ -36,8 +36,19 @@ void AppendTurn(const std::string& role, const std::string& content, std::string
 
 }  // namespace
 
+Status CheckNoToolTurns(const std::vector<ChatMessage>& messages) {
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].tool_calls.empty() && messages[i].role != "tool") continue;
+    return InvalidArgumentError("chat template: messages[" + std::to_string(i) +
+                                "]: tool calls and tool answers need the checkpoint's own chat template "
+                                "(tokenizer_config.json's chat_template); the built-in template has no place for them");
+  }
+  return OkStatus();
+}
+
 StatusOr<std::string> ApplyLladaChatTemplate(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
   if (messages.empty()) return InvalidArgumentError("chat template: the conversation has no messages");
+  UNMASK_RETURN_IF_ERROR(CheckNoToolTurns(messages));
   std::string out = llada::kBos;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];

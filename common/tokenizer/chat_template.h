@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/tokenizer/tokenizer.h"
@@ -35,10 +36,33 @@ inline constexpr int32_t kEndHeaderId = 126347;
 inline constexpr int32_t kEotId = 126348;
 }  // namespace llada
 
-struct ChatMessage {
-  std::string role;  // "user", "assistant" or "system" (system only as the first message)
-  std::string content;
+// A call an assistant turn made (OpenAI's tool_calls[i]): rendered back by a checkpoint's chat
+// template as {"id", "type": "function", "function": {"name", "arguments"}}.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object, as text (as OpenAI clients send it); the template gets the object
 };
+
+struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string role_, std::string content_, std::vector<ChatToolCall> tool_calls_ = {},
+              std::string tool_call_id_ = {})
+      : role(std::move(role_)), content(std::move(content_)), tool_calls(std::move(tool_calls_)),
+        tool_call_id(std::move(tool_call_id_)) {}
+
+  // "user", "assistant" or "system" (system only as the first message); "tool" (a tool's answer)
+  // only with a checkpoint's own chat template, as are tool_calls: the built-in templates refuse
+  // both.
+  std::string role;
+  std::string content;
+  std::vector<ChatToolCall> tool_calls;  // assistant
+  std::string tool_call_id;              // tool
+};
+
+// InvalidArgument naming the first message with tool calls or the tool role: the built-in
+// templates (this one and ling_chat_template.h) have no place for them.
+Status CheckNoToolTurns(const std::vector<ChatMessage>& messages);
 
 // Renders the template. InvalidArgument for an empty conversation, an unknown role, or a system
 // message anywhere but first; the message names the offending message index.

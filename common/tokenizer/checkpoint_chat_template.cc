@@ -44,7 +44,7 @@ StatusOr<std::shared_ptr<const CheckpointChatTemplate>> CheckpointChatTemplate::
 }
 
 StatusOr<std::string> CheckpointChatTemplate::Render(const std::vector<ChatMessage>& messages,
-                                                     bool add_generation_prompt) const {
+                                                     bool add_generation_prompt, const ordered_json& tools) const {
   if (messages.empty()) return InvalidFieldError("messages", "the conversation is empty");
   ordered_json list = ordered_json::array();
   for (std::size_t i = 0; i < messages.size(); ++i) {
@@ -52,9 +52,22 @@ StatusOr<std::string> CheckpointChatTemplate::Render(const std::vector<ChatMessa
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       return InvalidFieldError("messages[" + std::to_string(i) + "].role",
                                "'" + role + "' is not one of system, user, assistant, tool");
-    list.push_back({{"role", role}, {"content", messages[i].content}});
+    ordered_json message = {{"role", role}, {"content", messages[i].content}};
+    if (!messages[i].tool_calls.empty()) {
+      ordered_json calls = ordered_json::array();
+      for (const ChatToolCall& c : messages[i].tool_calls) {
+        // As an object, as vLLM hands OpenAI's argument text to templates: Qwen2.5's (Dream's)
+        // writes `arguments | tojson` whatever it is given; Ling-2.0's takes either.
+        ordered_json arguments = ordered_json::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
+        if (arguments.is_discarded()) arguments = c.arguments;
+        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", arguments}}}});
+      }
+      message["tool_calls"] = std::move(calls);
+    }
+    if (!messages[i].tool_call_id.empty()) message["tool_call_id"] = messages[i].tool_call_id;
+    list.push_back(std::move(message));
   }
-  auto text = template_.Render(jinja::ChatTemplateContext(config_, list, add_generation_prompt));
+  auto text = template_.Render(jinja::ChatTemplateContext(config_, list, add_generation_prompt, tools));
   if (!text.ok()) return InvalidArgumentError(source_ + ": chat_template: " + text.status().message());
   return *text;
 }

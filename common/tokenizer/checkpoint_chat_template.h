@@ -31,8 +31,12 @@ class CheckpointChatTemplate {
 
   // The prompt text. InvalidArgument for an empty conversation or a role other than system,
   // user, assistant or tool (naming the message index), and for what the template itself refuses
-  // (raise_exception) or fails on, naming the template's line:column.
-  StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+  // (raise_exception) or fails on, naming the template's line:column. `tools`: the template's
+  // `tools` variable (OpenAI's tool objects; null for none), as apply_chat_template(tools=...)
+  // passes it. An assistant message's tool_calls and a tool message's tool_call_id reach the
+  // template as OpenAI's message objects carry them.
+  StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
+                               const nlohmann::ordered_json& tools = nullptr) const;
 
   const std::string& source() const { return source_; }
 

@@ -47,6 +47,7 @@ std::string AssistantTurn(std::string content, bool after_last_query) {
 
 StatusOr<std::string> ApplyLingChatTemplate(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
   if (messages.empty()) return InvalidArgumentError("chat template: the conversation has no messages");
+  UNMASK_RETURN_IF_ERROR(CheckNoToolTurns(messages));
   std::string out = Role("SYSTEM");
   if (messages[0].role == "system") out += messages[0].content + "\n";
   out += std::string("detailed thinking off") + ling::kRoleEnd;
