@@ -9,6 +9,7 @@
 #include "common/telemetry/metrics.h"
 #include "services/common/grpc_status.h"
 #include "services/scheduler/scheduler_core.h"
+#include "services/scheduler/tool_calls.h"
 #include "unmask/v1/scheduler.pb.h"
 
 namespace unmask::scheduler {
@@ -52,9 +53,10 @@ telemetry::SpanContext StoredContext(const jobs::JobRecord& record, const v1::St
   return parsed.ok() ? *parsed : telemetry::SpanContext{};
 }
 
-// The result as the job stores it, from the executor's RunCompleted.
+// The result as the job stores it, from the executor's RunCompleted: the text, and for a chat
+// with tools the calls read from it.
 v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix_ms,
-                            const tokenizer::Tokenizer* tokenizer) {
+                            const tokenizer::Tokenizer* tokenizer, const std::string& job_id, const v1::ToolUse& tool_use) {
   v1::Completed completed;
   completed.mutable_ids()->CopyFrom(c.ids());
   completed.set_finish_reason(c.finish_reason());
@@ -66,6 +68,11 @@ v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix
   if (tokenizer) {
     completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
     AddTokenText(*tokenizer, *completed.mutable_logprobs());
+    ParsedToolCalls calls = ReadToolCalls(tool_use, job_id, completed.text());
+    if (!calls.calls.empty()) {
+      completed.set_content(std::move(calls.content));
+      for (auto& call : calls.calls) *completed.add_tool_calls() = std::move(call);
+    }
   }
   return completed;
 }
@@ -405,7 +412,8 @@ JobDispatcher::Relayed JobDispatcher::RelayRun(RunningJob& run, const Placement&
       if (tokenizer) AddTokenText(*tokenizer, *step.mutable_step()->mutable_logprobs());
       (void)store_.AppendEvent(run.id, step.SerializeAsString());
     } else if (ev.has_completed()) {
-      out.completed = CompletedFrom(ev.completed(), record.created_unix_ms, tokenizer.get());
+      out.completed = CompletedFrom(ev.completed(), record.created_unix_ms, tokenizer.get(), run.id,
+                                    run.stored.tool_use());
       out.have_completed = true;
     }
   }

@@ -39,12 +39,18 @@ Status CheckPromptLimits(const v1::GenerateRequest &r,
       return OverLimit("chat.messages", messages.size(),
                        limits.max_chat_messages, "messages",
                        "--max-chat-messages");
-    std::int64_t bytes = 0;
-    for (const auto &m : messages)
-      bytes += static_cast<std::int64_t>(m.content().size());
-    if (bytes > limits.max_prompt_bytes)
-      return OverLimit("chat.messages", bytes, limits.max_prompt_bytes,
-                       "bytes of content", "--max-prompt-bytes");
+    // Everything the template renders: the contents, the calls made, the tools offered.
+    std::size_t bytes = 0;
+    for (const auto &m : messages) {
+      bytes += m.content().size() + m.tool_call_id().size();
+      for (const auto &call : m.tool_calls())
+        bytes += call.id().size() + call.name().size() + call.arguments().size();
+    }
+    for (const auto &t : r.chat().tools())
+      bytes += t.name().size() + t.description().size() + t.parameters().size();
+    if (static_cast<std::int64_t>(bytes) > limits.max_prompt_bytes)
+      return OverLimit("chat.messages", static_cast<std::int64_t>(bytes), limits.max_prompt_bytes,
+                       "bytes of content, tool calls and tools", "--max-prompt-bytes");
     return OkStatus();
   }
   case v1::GenerateRequest::kIds:

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/generation/params_proto.h"
+#include "services/scheduler/tool_calls.h"
 
 namespace unmask::scheduler {
 namespace {
@@ -19,6 +20,75 @@ std::string Num(double v) {
   return s;
 }
 
+Status ValidateToolCall(const v1::ToolCall& call, const std::string& field) {
+  if (call.id().empty()) return Bad(field + ".id", "must not be empty", "an empty string");
+  if (call.id().size() > 256) return Bad(field + ".id", "must be at most 256 bytes", std::to_string(call.id().size()));
+  if (!IsToolName(call.name()))
+    return Bad(field + ".name", "must be 1-64 of a-z, A-Z, 0-9, _ and -", "'" + call.name().substr(0, 80) + "'");
+  if (!IsJsonObjectText(call.arguments()))
+    return Bad(field + ".arguments", "must be a JSON object", "'" + call.arguments().substr(0, 40) + "'");
+  return OkStatus();
+}
+
+Status ValidateMessage(const v1::ChatMessage& m, int i) {
+  const std::string field = "chat.messages[" + std::to_string(i) + "]";
+  const auto& role = m.role();
+  if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+    return Bad(field + ".role", "must be system, user, assistant or tool", "'" + role + "'");
+  if (role == "system" && i != 0) return Bad(field + ".role", "system is allowed only as the first message", "system");
+  if (!m.tool_calls().empty() && role != "assistant")
+    return Bad(field + ".tool_calls", "only an assistant message makes tool calls", "a " + role + " message");
+  for (int k = 0; k < m.tool_calls_size(); ++k)
+    UNMASK_RETURN_IF_ERROR(ValidateToolCall(m.tool_calls(k), field + ".tool_calls[" + std::to_string(k) + "]"));
+  if (role == "tool" && m.tool_call_id().empty())
+    return Bad(field + ".tool_call_id", "a tool's answer must name the call it answers", "an empty string");
+  if (role != "tool" && !m.tool_call_id().empty())
+    return Bad(field + ".tool_call_id", "only a tool message answers a call", "a " + role + " message");
+  return OkStatus();
+}
+
+// Each tool message answers a call the last assistant message before it made (OpenAI's rule).
+Status ValidateToolAnswers(const google::protobuf::RepeatedPtrField<v1::ChatMessage>& m) {
+  const v1::ChatMessage* caller = nullptr;
+  for (int i = 0; i < m.size(); ++i) {
+    if (m[i].role() == "assistant") caller = &m[i];
+    if (m[i].role() != "tool") continue;
+    bool answered = false;
+    for (int k = 0; caller != nullptr && k < caller->tool_calls_size(); ++k)
+      answered = answered || caller->tool_calls(k).id() == m[i].tool_call_id();
+    if (!answered)
+      return Bad("chat.messages[" + std::to_string(i) + "].tool_call_id",
+                 "must be the id of a call the last assistant message before it made", "'" + m[i].tool_call_id().substr(0, 80) + "'");
+  }
+  return OkStatus();
+}
+
+Status ValidateTools(const v1::ChatMessages& chat) {
+  constexpr int kMaxTools = 128;  // OpenAI's limit
+  if (chat.tools_size() > kMaxTools)
+    return Bad("chat.tools", "must hold at most " + std::to_string(kMaxTools) + " tools", std::to_string(chat.tools_size()));
+  for (int i = 0; i < chat.tools_size(); ++i) {
+    const v1::Tool& t = chat.tools(i);
+    const std::string field = "chat.tools[" + std::to_string(i) + "]";
+    if (!IsToolName(t.name()))
+      return Bad(field + ".name", "must be 1-64 of a-z, A-Z, 0-9, _ and -", "'" + t.name().substr(0, 80) + "'");
+    for (int k = 0; k < i; ++k) {
+      if (chat.tools(k).name() == t.name()) return Bad(field + ".name", "must differ from every other tool's", "'" + t.name() + "' twice");
+    }
+    if (!t.parameters().empty() && !IsJsonObjectText(t.parameters()))
+      return Bad(field + ".parameters", "must be a JSON Schema object (or empty)", "'" + t.parameters().substr(0, 40) + "'");
+  }
+  const std::string& choice = chat.tool_choice();
+  if (choice.empty() || choice == "auto" || choice == "none") return OkStatus();
+  if (chat.tools().empty())
+    return Bad("chat.tool_choice", "'required' or a tool's name needs tools", "'" + choice.substr(0, 80) + "' without tools");
+  if (choice == "required") return OkStatus();
+  for (const auto& t : chat.tools()) {
+    if (t.name() == choice) return OkStatus();
+  }
+  return Bad("chat.tool_choice", "must be auto, none, required or the name of one of the tools", "'" + choice.substr(0, 80) + "'");
+}
+
 Status ValidatePrompt(const v1::GenerateRequest& r) {
   switch (r.prompt_case()) {
     case v1::GenerateRequest::kText:
@@ -29,16 +99,12 @@ Status ValidatePrompt(const v1::GenerateRequest& r) {
     case v1::GenerateRequest::kChat: {
       const auto& m = r.chat().messages();
       if (m.empty()) return Bad("chat.messages", "must hold at least one message", "none");
-      for (int i = 0; i < m.size(); ++i) {
-        const std::string field = "chat.messages[" + std::to_string(i) + "].role";
-        const auto& role = m[i].role();
-        if (role != "system" && role != "user" && role != "assistant")
-          return Bad(field, "must be system, user or assistant", "'" + role + "'");
-        if (role == "system" && i != 0) return Bad(field, "system is allowed only as the first message", "system");
-      }
-      if (m[m.size() - 1].role() != "user")
-        return Bad("chat.messages", "must end with a user message", "'" + m[m.size() - 1].role() + "'");
-      return OkStatus();
+      for (int i = 0; i < m.size(); ++i) UNMASK_RETURN_IF_ERROR(ValidateMessage(m[i], i));
+      UNMASK_RETURN_IF_ERROR(ValidateToolAnswers(m));
+      const std::string& last = m[m.size() - 1].role();
+      if (last != "user" && last != "tool")
+        return Bad("chat.messages", "must end with a user message or a tool's answer", "'" + last + "'");
+      return ValidateTools(r.chat());
     }
     case v1::GenerateRequest::kIds:
       if (r.ids().ids().empty()) return Bad("ids", "must hold at least one token id", "none");

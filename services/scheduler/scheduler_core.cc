@@ -6,8 +6,8 @@
 
 #include "common/generation/params_proto.h"
 #include "common/generation/validate.h"
-#include "common/tokenizer/chat_template.h"
 #include "services/scheduler/canvas_request.h"
+#include "services/scheduler/chat_prompt.h"
 #include "services/scheduler/choices.h"
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/request_validation.h"
@@ -44,7 +44,8 @@ StatusOr<const auth::ApiKey*> SchedulerCore::Authenticate(const std::string& aut
 }
 
 StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::GenerateRequest& r,
-                                                                const checkpoint::LladaConfig& config) {
+                                                                const checkpoint::LladaConfig& config,
+                                                                v1::ToolUse* tool_use) {
   std::vector<std::int64_t> ids;
   if (r.prompt_case() == v1::GenerateRequest::kIds) {
     ids.assign(r.ids().ids().begin(), r.ids().ids().end());
@@ -55,10 +56,10 @@ StatusOr<std::vector<std::int64_t>> SchedulerCore::EncodePrompt(const v1::Genera
     if (r.prompt_case() == v1::GenerateRequest::kText) {
       UNMASK_ASSIGN_OR_RETURN(encoded, tok->Encode(r.text(), /*parse_special_tokens=*/true));
     } else {
-      std::vector<tokenizer::ChatMessage> messages;
-      for (const auto& m : r.chat().messages()) messages.push_back({m.role(), m.content()});
       UNMASK_ASSIGN_OR_RETURN(auto chat_template, catalog_.ChatTemplate(r.model()));
-      UNMASK_ASSIGN_OR_RETURN(encoded, tokenizer::EncodeChat(*tok, chat_template.get(), messages));
+      UNMASK_ASSIGN_OR_RETURN(ChatPrompt chat, EncodeChatPrompt(*tok, chat_template.get(), r.chat(), r.model()));
+      encoded = std::move(chat.ids);
+      *tool_use = std::move(chat.tool_use);
     }
     ids.assign(encoded.begin(), encoded.end());
   }
@@ -140,7 +141,8 @@ StatusOr<SchedulerCore::Prepared> SchedulerCore::Prepare(const v1::GenerateReque
   UNMASK_RETURN_IF_ERROR(CheckPromptLimits(r, options_.limits));
   const auto executors = executors_();
   UNMASK_ASSIGN_OR_RETURN(auto config, catalog_.Config(r.model(), executors));
-  UNMASK_ASSIGN_OR_RETURN(auto prompt, EncodePrompt(r, config));
+  Prepared job;
+  UNMASK_ASSIGN_OR_RETURN(auto prompt, EncodePrompt(r, config, job.stored.mutable_tool_use()));
   UNMASK_RETURN_IF_ERROR(CheckPromptTokens(prompt.size(), options_.limits));
   UNMASK_ASSIGN_OR_RETURN(generation::Canvas canvas, RequestCanvas(r));
   UNMASK_RETURN_IF_ERROR(CheckCanvasRoom(prompt.size(), canvas, config));
@@ -160,7 +162,6 @@ StatusOr<SchedulerCore::Prepared> SchedulerCore::Prepare(const v1::GenerateReque
       generation::UnderField("params", generation::ValidateParams(out.params, config, in.prompt_length)));
   UNMASK_RETURN_IF_ERROR(CheckRequestCanvas(canvas, out.params, config));
 
-  Prepared job;
   v1::RunRequest& run = *job.stored.mutable_run();
   run.set_model_id(r.model());
   for (auto id : prompt) run.add_prompt_ids(id);

@@ -93,8 +93,9 @@ class SchedulerCore {
 
   // The request's suffix / template as a token canvas (canvas_request.h); empty when it has none.
   StatusOr<generation::Canvas> RequestCanvas(const v1::GenerateRequest& request);
+  // `tool_use`: how a chat job with tools reads its output (left as is for other prompts).
   StatusOr<std::vector<std::int64_t>> EncodePrompt(const v1::GenerateRequest& request,
-                                                   const checkpoint::LladaConfig& config);
+                                                   const checkpoint::LladaConfig& config, v1::ToolUse* tool_use);
 
   // Accept's steps. Prepare: the request validated, encoded and fitted, as choice 0's stored
   // job and its record. Reserve: `n` places under the caller's own job limit and the queue's.

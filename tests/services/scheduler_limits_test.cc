@@ -113,7 +113,7 @@ TEST_F(SchedulerLimitsTest, PromptBytesAreCappedForTextAndChat) {
   s = Submit(chat);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(),
-              HasSubstr("chat.messages: must be at most 1000 bytes of content "
+              HasSubstr("chat.messages: must be at most 1000 bytes of content, tool calls and tools "
                         "(the scheduler's --max-prompt-bytes), got 1200"));
   EXPECT_EQ(services::FromGrpcStatus(s).field(), "chat.messages");
 }

@@ -39,7 +39,7 @@ TEST(RequestValidationTest, EveryBadFieldIsNamedWithItsRange) {
          auto* m = r.mutable_chat()->add_messages();
          m->set_role("robot");
        },
-       "chat.messages[0].role: must be system, user or assistant, got 'robot'"},
+       "chat.messages[0].role: must be system, user, assistant or tool, got 'robot'"},
       {[](auto& r) {
          r.mutable_chat()->add_messages()->set_role("user");
          r.mutable_chat()->add_messages()->set_role("system");
