@@ -9,27 +9,18 @@
 #include <cmath>
 #include <random>
 
+#include "tests/http/kjv_tokenizer.h"
+
 namespace unmask::scheduler::http {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::int64_t kMask = 2, kEos = 0, kEot = 5;  // models/unmask-kjv/config.json
-
-std::shared_ptr<const tokenizer::Tokenizer> Kjv() {
-  static std::shared_ptr<const tokenizer::Tokenizer> tok = [] {
-    auto t = tokenizer::Tokenizer::FromFile(std::string(UNMASK_MODELS_DIR) + "/unmask-kjv/tokenizer.json");
-    if (!t.ok()) throw std::runtime_error(t.status().ToString());
-    return std::shared_ptr<const tokenizer::Tokenizer>(std::move(*t));
-  }();
-  return tok;
-}
-
-std::vector<std::int64_t> Encode(const std::string& text) {
-  auto ids = Kjv()->Encode(text, /*parse_special_tokens=*/false);
-  EXPECT_TRUE(ids.ok());
-  return {ids->begin(), ids->end()};
-}
+using testing::Encode;
+using testing::kEos;
+using testing::kEot;
+using testing::Kjv;
+using testing::kMask;
 
 // A made-up log-probability of token `id` at `position`, with k alternatives, the chosen token
 // first (most likely) when `chosen_first`.
@@ -81,7 +72,7 @@ TEST(ChoiceOutputTest, CompletionsEchoComesFirstWithNullLogprobsAndTrueOffsets) 
   plan.echo = true;
   plan.echo_text = prompt;
   plan.echo_ids = Encode(prompt);
-  const auto done = ChoiceOutput(plan).Finish(Completed(gen, {}, 2));
+  const auto done = ChoiceOutput(plan).Finish(Completed(gen, {}, 2), "job-1");
   EXPECT_EQ(done.text, prompt + completion);
   const json& lp = done.logprobs;
   ASSERT_EQ(lp["tokens"].size(), plan.echo_ids.size() + gen.size()) << lp.dump();
@@ -108,7 +99,7 @@ TEST(ChoiceOutputTest, StreamedChunksCarryTheLogprobsOfExactlyTheirText) {
   plan.echo = true;
   plan.echo_text = prompt;
   plan.echo_ids = Encode(prompt);
-  const auto whole = ChoiceOutput(plan).Finish(Completed(gen, {}, 3));
+  const auto whole = ChoiceOutput(plan).Finish(Completed(gen, {}, 3), "job-1");
   std::mt19937 rng(11);
   for (int trial = 0; trial < 8; ++trial) {
     ChoiceOutput out(plan);
@@ -134,7 +125,7 @@ TEST(ChoiceOutputTest, StreamedChunksCarryTheLogprobsOfExactlyTheirText) {
       text += chunk.text;
       Append(joined, chunk.logprobs);
     }
-    const auto done = out.Finish(Completed(gen, {}, 3));
+    const auto done = out.Finish(Completed(gen, {}, 3), "job-1");
     text += done.last.text;
     Append(joined, done.last.logprobs);
     EXPECT_EQ(text, whole.text);
@@ -164,7 +155,7 @@ TEST(ChoiceOutputTest, ATemplatesFixedTokensHaveNullLogprobsInChat) {
   ASSERT_EQ(first.logprobs["content"].size(), head.size());
   EXPECT_TRUE(first.logprobs["content"][0]["logprob"].is_null());
 
-  const auto done = out.Finish(Completed(filled, generated, 1));
+  const auto done = out.Finish(Completed(filled, generated, 1), "job-1");
   EXPECT_EQ(done.text, "Verily, I say unto thee.");
   EXPECT_EQ(done.finish_reason, "stop");
   const json& content = done.logprobs["content"];
@@ -197,7 +188,7 @@ TEST(ChoiceOutputTest, ChatBytesAreEachTokensOwnBytesAlsoForHalfACharacter) {
   OutputPlan plan = Plan(Endpoint::kChatCompletions, static_cast<std::int64_t>(gen.size()), 1);
   ChoiceOutput out(plan);
   out.Begin();
-  const auto done = out.Finish(Completed(gen, {}, 1));
+  const auto done = out.Finish(Completed(gen, {}, 1), "job-1");
   ASSERT_EQ(done.text, answer);
   const json& content = done.logprobs["content"];
   ASSERT_EQ(content.size(), gen.size());
@@ -229,7 +220,7 @@ TEST(ChoiceOutputTest, WithoutLogprobsThereAreNone) {
   step.mutable_unmasked()->add_positions(0);
   step.mutable_unmasked()->add_tokens(gen[0]);
   EXPECT_TRUE(out.OnStep(step).logprobs.is_null());
-  const auto done = out.Finish(Completed(gen, {}, 0));
+  const auto done = out.Finish(Completed(gen, {}, 0), "job-1");
   EXPECT_EQ(done.text, " Amen.");
   EXPECT_TRUE(done.logprobs.is_null());
   EXPECT_TRUE(done.last.logprobs.is_null());
@@ -241,7 +232,7 @@ TEST(ChoiceOutputTest, TheEosThatEndsTheTextIsNotAToken) {
   OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(words + 2), 0);
   v1::Completed c = Completed(ids, {}, 0);  // the executor cut the ids at the EOS
   c.set_finish_reason("eos");
-  const auto done = ChoiceOutput(plan).Finish(c);
+  const auto done = ChoiceOutput(plan).Finish(c, "job-1");
   EXPECT_EQ(done.finish_reason, "stop");
   EXPECT_EQ(done.logprobs["tokens"].size(), words);
   for (const auto& top : done.logprobs["top_logprobs"]) EXPECT_EQ(top, json::object()) << "logprobs 0: no alternatives";

@@ -13,7 +13,7 @@
 namespace unmask::scheduler::http {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -182,7 +182,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"messages": []})", "messages"}, BadCase{kChat, R"({"messages": "Hi"})", "messages"},
         BadCase{kChat, R"({"messages": [5]})", "messages[0]"},
         BadCase{kChat, R"({"messages": [{"content": "Hi"}]})", "messages[0].role"},
-        BadCase{kChat, R"({"messages": [{"role": "tool", "content": "Hi"}]})", "messages[0].role"},
+        BadCase{kChat, R"({"messages": [{"role": "robot", "content": "Hi"}]})", "messages[0].role"},
         BadCase{kChat, R"({"messages": [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}, {"role": "user", "content": "c"}]})", "messages[1].role"},
         BadCase{kChat, R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})", "messages[1].role"},
         BadCase{kChat, R"({"messages": [{"role": "user"}]})", "messages[0].content"},
@@ -234,8 +234,96 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"sampler": "llada2", "cfg_scale": 1})", "cfg_scale"},
         BadCase{kText, R"({"sampler": "llada2", "remasking": "random"})", "remasking"},
         BadCase{kText, R"({"presence_penalty": 0.5})", "presence_penalty"},
-        BadCase{kChat, R"({"tools": [{"type": "function"}]})", "tools"},
         BadCase{kChat, R"({"response_format": {"type": "json_object"}})", "response_format"}));
+
+// Tool calling: every field of tools, tool_choice, parallel_tool_calls and the messages' tool
+// calls and answers, each refusal naming its field as OpenAI's API spells it.
+#define UNMASK_CALLED(calls) \
+  R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "tool_calls": )" calls R"(}, {"role": "tool", "tool_call_id": "c1", "content": "b"}]})"
+#define UNMASK_TOOLS(rest) R"({"tools": [{"type": "function", "function": {"name": "f"}}])" rest "}"
+INSTANTIATE_TEST_SUITE_P(
+    Tools, BadFieldTest,
+    ::testing::Values(
+        BadCase{kChat, UNMASK_CALLED("5"), "messages[1].tool_calls"},
+        BadCase{kChat, UNMASK_CALLED("[5]"), "messages[1].tool_calls[0]"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"type": "function", "function": {"name": "f", "arguments": "{}"}}])"), "messages[1].tool_calls[0].id"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": 5, "type": "function", "function": {"name": "f", "arguments": "{}"}}])"), "messages[1].tool_calls[0].id"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "type": "code", "function": {"name": "f", "arguments": "{}"}}])"), "messages[1].tool_calls[0].type"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "type": "function"}])"), "messages[1].tool_calls[0].function"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "function": {"arguments": "{}"}}])"), "messages[1].tool_calls[0].function.name"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "function": {"name": "a b", "arguments": "{}"}}])"), "messages[1].tool_calls[0].function.name"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "function": {"name": "f"}}])"), "messages[1].tool_calls[0].function.arguments"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "function": {"name": "f", "arguments": "[1]"}}])"), "messages[1].tool_calls[0].function.arguments"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "function": {"name": "f", "arguments": "{\"x\": "}}])"), "messages[1].tool_calls[0].function.arguments"},
+        BadCase{kChat, UNMASK_CALLED(R"([{"id": "c1", "function": {"name": "f", "arguments": 5}}])"), "messages[1].tool_calls[0].function.arguments"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": "a", "tool_calls": []}]})", "messages[0].tool_calls"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": "a", "tool_call_id": "c1"}]})", "messages[0].tool_call_id"},
+        BadCase{kChat, R"({"messages": [{"role": "tool", "content": "Hi"}]})", "messages[0].tool_call_id"},
+        BadCase{kChat, R"({"messages": [{"role": "tool", "content": "Hi", "tool_call_id": 5}]})", "messages[0].tool_call_id"},
+        BadCase{kChat, R"({"messages": [{"role": "tool", "tool_call_id": "c1"}]})", "messages[0].content"},
+        BadCase{kChat, R"({"tools": "f"})", "tools"}, BadCase{kChat, R"({"tools": [5]})", "tools[0]"},
+        BadCase{kChat, R"({"tools": [{"type": "code"}]})", "tools[0]"},
+        BadCase{kChat, R"({"tools": [{"type": "function"}]})", "tools[0].function"},
+        BadCase{kChat, R"({"tools": [{"type": "function", "function": {}}]})", "tools[0].function.name"},
+        BadCase{kChat, R"({"tools": [{"type": "function", "function": {"name": "a b"}}]})", "tools[0].function.name"},
+        BadCase{kChat, R"({"tools": [{"type": "function", "function": {"name": 5}}]})", "tools[0].function.name"},
+        BadCase{kChat, R"({"tools": [{"type": "function", "function": {"name": "f", "description": 5}}]})", "tools[0].function.description"},
+        BadCase{kChat, R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": "object"}}]})", "tools[0].function.parameters"},
+        BadCase{kChat, R"({"tools": [{"type": "function", "function": {"name": "f", "strict": "yes"}}]})", "tools[0].function.strict"},
+        BadCase{kChat, R"({"tools": [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}]})", "tools[1].function.name"},
+        BadCase{kChat, UNMASK_TOOLS(R"(, "tool_choice": "always")"), "tool_choice"},
+        BadCase{kChat, UNMASK_TOOLS(R"(, "tool_choice": 5)"), "tool_choice"},
+        BadCase{kChat, UNMASK_TOOLS(R"(, "tool_choice": {"type": "function"})"), "tool_choice"},
+        BadCase{kChat, UNMASK_TOOLS(R"(, "tool_choice": {"type": "function", "function": {"name": "g"}})"), "tool_choice.function.name"},
+        BadCase{kChat, R"({"tool_choice": "required"})", "tool_choice"},
+        BadCase{kChat, UNMASK_TOOLS(R"(, "parallel_tool_calls": "no")"), "parallel_tool_calls"},
+        BadCase{kChat, UNMASK_TOOLS(R"(, "template": "<hole:4>")"), "tools"},
+        BadCase{kText, R"({"tools": [{"type": "function", "function": {"name": "f"}}]})", "tools"},
+        BadCase{kText, R"({"tool_choice": "auto"})", "tool_choice"},
+        BadCase{kChat, R"({"functions": [{"name": "f"}]})", "functions"},
+        BadCase{kChat, R"({"function_call": "auto"})", "function_call"}));
+#undef UNMASK_CALLED
+#undef UNMASK_TOOLS
+
+TEST(OpenAiRequestTest, ToolsToolCallsAndAnswersReachTheCoreRequestAsWritten) {
+  json body = json::parse(R"({"model": "m", "messages": [
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+          {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}},
+          {"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": {"zone": "CET"}}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+      {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "noon"}]}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+               "strict": true}},
+              {"type": "function", "function": {"name": "get_time"}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_time"}},
+    "parallel_tool_calls": false})");
+  auto r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const v1::ChatMessages& chat = r->generate.chat();
+  ASSERT_EQ(chat.messages_size(), 4);
+  EXPECT_EQ(chat.messages(1).content(), "");
+  ASSERT_EQ(chat.messages(1).tool_calls_size(), 2);
+  EXPECT_EQ(chat.messages(1).tool_calls(0).arguments(), "{\"city\": \"Rome\"}");  // the text as sent
+  EXPECT_EQ(chat.messages(1).tool_calls(1).arguments(), "{\"zone\":\"CET\"}");    // an object, as text
+  EXPECT_EQ(chat.messages(3).tool_call_id(), "c2");
+  EXPECT_EQ(chat.messages(3).content(), "noon");
+  ASSERT_EQ(chat.tools_size(), 2);
+  EXPECT_EQ(chat.tools(0).description(), "Weather");
+  // The schema keeps the client's order (the template renders it as transformers would).
+  EXPECT_EQ(chat.tools(0).parameters(),
+            R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})");
+  EXPECT_EQ(chat.tools(1).parameters(), "");
+  EXPECT_EQ(chat.tool_choice(), "get_time");
+  EXPECT_TRUE(chat.single_tool_call());
+  for (const char* choice : {"auto", "none", "required"}) {
+    body["tool_choice"] = choice;
+    auto c = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+    ASSERT_TRUE(c.ok()) << choice;
+    EXPECT_EQ(c->generate.chat().tool_choice(), choice);
+  }
+}
 
 // Issue 31: suffix, echo, template, logprobs / top_logprobs, each refusal naming its field.
 INSTANTIATE_TEST_SUITE_P(

@@ -10,25 +10,16 @@
 
 #include "common/util/strings.h"
 
+#include "tests/http/kjv_tokenizer.h"
+
 namespace unmask::scheduler::http {
 namespace {
 
-constexpr std::int64_t kMask = 2, kEos = 0, kEot = 5;  // models/unmask-kjv/config.json
-
-std::shared_ptr<const tokenizer::Tokenizer> Kjv() {
-  static std::shared_ptr<const tokenizer::Tokenizer> tok = [] {
-    auto t = tokenizer::Tokenizer::FromFile(std::string(UNMASK_MODELS_DIR) + "/unmask-kjv/tokenizer.json");
-    if (!t.ok()) throw std::runtime_error(t.status().ToString());
-    return std::shared_ptr<const tokenizer::Tokenizer>(std::move(*t));
-  }();
-  return tok;
-}
-
-std::vector<std::int64_t> Encode(const std::string& text) {
-  auto ids = Kjv()->Encode(text, /*parse_special_tokens=*/false);
-  EXPECT_TRUE(ids.ok());
-  return {ids->begin(), ids->end()};
-}
+using testing::Encode;
+using testing::kEos;
+using testing::kEot;
+using testing::Kjv;
+using testing::kMask;
 
 struct Streamed {
   std::vector<std::string> deltas;

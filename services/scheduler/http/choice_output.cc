@@ -1,6 +1,7 @@
 #include "services/scheduler/http/choice_output.h"
 
 #include "services/scheduler/http/token_text.h"
+#include "services/scheduler/tool_calls.h"
 
 namespace unmask::scheduler::http {
 namespace {
@@ -58,7 +59,7 @@ ChoiceOutput::Chunk ChoiceOutput::Begin() {
   const StreamedText::Delta d = text_.Begin();
   std::vector<LogprobToken> tokens = EchoTokens();
   for (auto& t : Tokens(d.first_token, d.ids, d.pieces)) tokens.push_back(std::move(t));
-  return {(plan_.echo ? plan_.echo_text : "") + d.text, Json(tokens, 0)};
+  return {(plan_.echo ? plan_.echo_text : "") + Release(d.text), Json(tokens, 0)};
 }
 
 ChoiceOutput::Chunk ChoiceOutput::OnStep(const v1::StepEvent& step) {
@@ -68,17 +69,45 @@ ChoiceOutput::Chunk ChoiceOutput::OnStep(const v1::StepEvent& step) {
   const bool aligned = step.logprobs_size() == u.positions_size();
   for (int k = 0; k < step.logprobs_size(); ++k) Record(step.logprobs(k), aligned ? u.positions(k) : step.logprobs(k).position());
   const StreamedText::Delta d = text_.Step({u.positions().begin(), u.positions().end()}, {u.tokens().begin(), u.tokens().end()});
-  return {d.text, Json(Tokens(d.first_token, d.ids, d.pieces), echo_chars_ + d.text_offset)};
+  return {Release(d.text), Json(Tokens(d.first_token, d.ids, d.pieces), echo_chars_ + d.text_offset)};
 }
 
-ChoiceOutput::Done ChoiceOutput::Finish(const v1::Completed& c) {
+std::string ChoiceOutput::Release(const std::string& delta) {
+  if (!plan_.tool_use.parse()) return delta;
+  streamed_ += delta;
+  if (!plan_.tool_use.forced_prefix().empty()) return "";
+  const std::size_t limit = ToolCallStart(streamed_);
+  if (limit <= released_) return "";
+  std::string out = streamed_.substr(released_, limit - released_);
+  released_ = limit;
+  return out;
+}
+
+void ChoiceOutput::FinishToolCalls(const std::string& text, const std::string& job_id, Done& done) const {
+  ParsedToolCalls parsed = ReadToolCalls(plan_.tool_use, job_id, text);
+  const std::string whole = parsed.calls.empty() ? plan_.tool_use.forced_prefix() + text : parsed.content;
+  done.text = whole;
+  done.last.text = released_ < whole.size() ? whole.substr(released_) : "";
+  if (parsed.calls.empty()) return;
+  done.finish_reason = "tool_calls";
+  done.tool_calls = json::array();
+  for (const auto& call : parsed.calls) {
+    done.tool_calls.push_back(
+        {{"id", call.id()}, {"type", "function"}, {"function", {{"name", call.name()}, {"arguments", call.arguments()}}}});
+  }
+}
+
+ChoiceOutput::Done ChoiceOutput::Finish(const v1::Completed& c, const std::string& job_id) {
   for (const auto& lp : c.logprobs()) Record(lp, lp.position());  // the final word on each position
   const StreamedText::Final f = text_.Finish({c.ids().begin(), c.ids().end()}, c.finish_reason());
   Done done;
   done.text = (plan_.echo ? plan_.echo_text : "") + f.text;
   done.finish_reason = f.finish_reason;
+  done.tool_calls = nullptr;
+  const bool tools = plan_.tool_use.parse();
+  if (tools) FinishToolCalls(f.text, job_id, done);
   if (plan_.logprobs < 0) {
-    done.last.text = f.delta;
+    if (!tools) done.last.text = f.delta;
     done.logprobs = nullptr;
     done.last.logprobs = nullptr;
     return done;
@@ -88,7 +117,7 @@ ChoiceOutput::Done ChoiceOutput::Finish(const v1::Completed& c) {
   whole.insert(whole.end(), all.begin(), all.end());
   done.logprobs = LogprobsJson(plan_.endpoint, plan_.tokenizer.get(), whole, 0);
   const std::vector<LogprobToken> rest(all.begin() + static_cast<std::ptrdiff_t>(f.first_unsent), all.end());
-  done.last = {f.delta, Json(rest, echo_chars_ + CharsBefore(f.pieces, f.first_unsent))};
+  done.last = {tools ? done.last.text : f.delta, Json(rest, echo_chars_ + CharsBefore(f.pieces, f.first_unsent))};
   return done;
 }
 

@@ -11,6 +11,11 @@
 //              carries the fixed text up to the first hole.
 //   logprobs   every chunk carries the logprobs of the tokens whose text it adds; the whole
 //              response those of every token of the text.
+//   tools      chat with tools (tool_calls.h): the text streams as content until a call may
+//              begin ("<tool_call>", or a tail that could grow into it; nothing when tool_choice
+//              forced a call's opening); the calls come in the last chunk, as OpenAI's tool_calls
+//              with finish_reason "tool_calls". Output with no call that parses is content,
+//              the forced opening first.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +44,7 @@ struct OutputPlan {
   bool echo = false;
   std::string echo_text;                // the prompt as text (echo)
   std::vector<std::int64_t> echo_ids;   // its tokens (echo with logprobs)
+  v1::ToolUse tool_use;                 // chat with tools: the calls are read from the text
 };
 
 class ChoiceOutput {
@@ -58,9 +64,11 @@ class ChoiceOutput {
     Chunk last;                 // the rest, for the last chunk
     std::string text;           // the choice's whole text (the prompt first with echo)
     nlohmann::json logprobs;    // all of them (null when none asked)
-    std::string finish_reason;  // "stop" or "length"
+    std::string finish_reason;  // "stop", "length" or "tool_calls"
+    nlohmann::json tool_calls;  // OpenAI's message.tool_calls; null for none
   };
-  Done Finish(const v1::Completed& completed);
+  // `job_id`: the choice's job (the calls' ids are made from it).
+  Done Finish(const v1::Completed& completed, const std::string& job_id);
 
  private:
   void Record(const v1::TokenLogprob& logprob, std::int64_t position);
@@ -74,6 +82,11 @@ class ChoiceOutput {
   StreamedText text_;
   std::vector<std::optional<v1::TokenLogprob>> by_position_;  // the latest commit of each position
   std::size_t echo_chars_ = 0;                                // code points of the echoed prompt
+  // Tools: what the output streamed so far, and how many of its bytes went out as content.
+  std::string streamed_;
+  std::size_t released_ = 0;
+  std::string Release(const std::string& delta);
+  void FinishToolCalls(const std::string& text, const std::string& job_id, Done& done) const;
 };
 
 }  // namespace unmask::scheduler::http

@@ -8,6 +8,7 @@
 #include "services/scheduler/http/field_names.h"
 #include "services/scheduler/http/http_errors.h"
 #include "services/scheduler/http/token_text.h"
+#include "services/scheduler/tool_calls.h"
 
 namespace unmask::scheduler::http {
 namespace {
@@ -84,9 +85,9 @@ class ChunkRenderer {
  private:
   std::vector<std::string> OnCompleted(const v1::JobEvent& ev) {
     const auto& c = ev.completed();
-    const ChoiceOutput::Done f = outputs_[static_cast<std::size_t>(ev.index())].Finish(c);
-    std::vector<std::string> out = {
-        SseData(TextDeltaChunk(a_.identity, f.last.text, f.finish_reason, FinishExtension(c), ev.index(), f.last.logprobs))};
+    const ChoiceOutput::Done f = outputs_[static_cast<std::size_t>(ev.index())].Finish(c, ev.job_id());
+    std::vector<std::string> out = {SseData(LastDeltaChunk(a_.identity, f.last.text, f.tool_calls, f.finish_reason,
+                                                           FinishExtension(c), ev.index(), f.last.logprobs))};
     completion_tokens_ += c.ids_size();
     if (++completed_ < n_) return out;
     if (a_.request.include_usage)
@@ -153,6 +154,7 @@ Status CompletionService::PlanOutput(AcceptedCompletion& a) {
   plan.gen_length = a.submitted.accepted().params().gen_length();
   plan.stop = r.stop;
   plan.logprobs = r.logprobs;
+  if (r.generate.has_chat()) plan.tool_use = ToolUseOf(r.generate.chat());
   const tokenizer::Tokenizer* tok = a.tokenizer.get();
   if (!r.generate.template_text().empty() && tok) {
     // The core made the same canvas from the same text (and refused a bad one, naming the field).
@@ -210,8 +212,8 @@ StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
   json per_choice = json::array();
   std::int64_t completion_tokens = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const ChoiceOutput::Done output = ChoiceOutput(a.output).Finish(done[i]);
-    choices.push_back({output.text, output.finish_reason, output.logprobs});
+    const ChoiceOutput::Done output = ChoiceOutput(a.output).Finish(done[i], job_ids[i]);
+    choices.push_back({output.text, output.finish_reason, output.logprobs, output.tool_calls});
     completion_tokens += done[i].ids_size();
     json choice = {{"index", i}, {"job_id", job_ids[i]}, {"seed", seeds[i]}};
     choice.update(FinishExtension(done[i]));

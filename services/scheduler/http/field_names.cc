@@ -16,6 +16,8 @@ constexpr std::pair<const char*, const char*> kNames[] = {
     {"text", "prompt"},
     {"ids", "prompt"},                    // a prompt of token ids
     {"chat.messages", "messages"},
+    {"chat.tools", "tools"},
+    {"chat.tool_choice", "tool_choice"},
     {"chat", "messages"},
     {"template_text", "template"},        // unmask's template with holes
 };

@@ -103,6 +103,10 @@ json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceTe
     json choice = {{"index", i}, {"finish_reason", choices[i].finish_reason}, {"logprobs", choices[i].logprobs}};
     if (id.endpoint == Endpoint::kChatCompletions) {
       choice["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+      if (!choices[i].tool_calls.is_null()) {
+        if (choices[i].text.find_first_not_of(" \t\r\n") == std::string::npos) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = choices[i].tool_calls;
+      }
     } else {
       choice["text"] = choices[i].text;
     }
@@ -141,6 +145,21 @@ json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const
   if (id.endpoint == Endpoint::kCompletions) return TextChunk(id, text, finish_reason, extension, index, logprobs);
   return ChatChunk(id, text.empty() ? json::object() : json{{"content", text}}, finish_reason, extension, index,
                    logprobs);
+}
+
+json LastDeltaChunk(const CompletionIdentity& id, const std::string& text, const json& tool_calls,
+                    const json& finish_reason, const json& extension, int index, const json& logprobs) {
+  if (tool_calls.is_null() || id.endpoint == Endpoint::kCompletions)
+    return TextDeltaChunk(id, text, finish_reason, extension, index, logprobs);
+  json delta = json::object();
+  if (!text.empty()) delta["content"] = text;
+  delta["tool_calls"] = json::array();
+  for (std::size_t k = 0; k < tool_calls.size(); ++k) {
+    json call = {{"index", k}};
+    call.update(tool_calls[k]);
+    delta["tool_calls"].push_back(std::move(call));
+  }
+  return ChatChunk(id, delta, finish_reason, extension, index, logprobs);
 }
 
 json FirstChunk(const CompletionIdentity& id, const json& extension, int index, const std::string& text,

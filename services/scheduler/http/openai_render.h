@@ -37,6 +37,7 @@ struct ChoiceText {
   std::string text;
   std::string finish_reason;
   nlohmann::json logprobs = nullptr;
+  nlohmann::json tool_calls = nullptr;  // chat: message.tool_calls (then content is null when blank)
 };
 nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceText>& choices,
                                   const nlohmann::json& usage, const nlohmann::json& extension);
@@ -52,6 +53,11 @@ nlohmann::json ChatChunk(const CompletionIdentity& id, const nlohmann::json& del
 nlohmann::json TextChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
                          const nlohmann::json& extension, int index = 0, const nlohmann::json& logprobs = nullptr);
 // A chunk of either kind carrying new text (chat: {"content": text}, or {} when text is empty).
+// A choice's last chunk: TextDeltaChunk, with `tool_calls` (non-null) in the chat delta as
+// OpenAI streams them, each with its index.
+nlohmann::json LastDeltaChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& tool_calls,
+                              const nlohmann::json& finish_reason, const nlohmann::json& extension, int index,
+                              const nlohmann::json& logprobs);
 nlohmann::json TextDeltaChunk(const CompletionIdentity& id, const std::string& text, const nlohmann::json& finish_reason,
                               const nlohmann::json& extension, int index = 0, const nlohmann::json& logprobs = nullptr);
 // The first chunk of choice `index` (chat: the assistant's role; completions: no text yet).

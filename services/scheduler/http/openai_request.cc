@@ -8,77 +8,28 @@
 #include "common/generation/params_proto.h"
 #include "common/generation/sampler_mode.h"
 #include "services/scheduler/http/field_names.h"
+#include "services/scheduler/http/openai_chat_request.h"
+#include "services/scheduler/http/openai_json.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler::http {
 namespace {
 
-using nlohmann::json;
-
-// What a bad value looked like, short enough for a message.
-std::string Shown(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
-
-// `field` is the OpenAI API's name; it becomes the error's detail.field (the error's `param`).
-Status Bad(const std::string& field, const std::string& rule, const json& got) {
-  return InvalidFieldError(field, rule + ", got " + Shown(got));
-}
-
-// The value of `key`, or nullptr when it is absent or null (clients send null for "unset").
-const json* Field(const json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-StatusOr<std::int64_t> Integer(const json& v, const std::string& field, std::int64_t lo, std::int64_t hi) {
-  const std::string range = "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-  if (!v.is_number_integer()) return Bad(field, range, v);
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return Bad(field, range, v);
-  const auto n = v.get<std::int64_t>();
-  if (n < lo || n > hi) return Bad(field, range, v);
-  return n;
-}
-
-StatusOr<double> Number(const json& v, const std::string& field, double lo, double hi, const std::string& rule) {
-  if (!v.is_number()) return Bad(field, rule, v);
-  const double x = v.get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi) return Bad(field, rule, v);
-  return x;
-}
-
-StatusOr<std::string> String(const json& v, const std::string& field, std::size_t max_bytes, bool allow_empty = false) {
-  if (!v.is_string()) return Bad(field, "must be a string", v);
-  const auto& s = v.get_ref<const std::string&>();
-  if (!allow_empty && s.empty()) return Bad(field, "must not be empty", v);
-  if (s.size() > max_bytes) return Bad(field, "must be at most " + std::to_string(max_bytes) + " bytes", json(s.size()));
-  return s;
-}
-
-// Whether `object` has a string field "type" equal to `type`. (json::value("type", "") would
-// throw on a "type" that is not a string: found by fuzz/http_request_fuzz.cc.)
-bool HasType(const json& object, const char* type) {
-  if (!object.is_object()) return false;
-  auto it = object.find("type");
-  return it != object.end() && it->is_string() && it->get_ref<const std::string&>() == type;
-}
-
-// Whether a value asks for something (false, 0, "", [] and {} do not).
-bool Truthy(const json& v) {
-  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
-  return (v.is_boolean() && v.get<bool>()) || (v.is_number() && v.get<double>() != 0) ||
-         ((v.is_array() || v.is_object()) && !v.empty());
-}
+using json = nlohmann::ordered_json;
 
 // Fields of the OpenAI API that unmask cannot honour: refused by name instead of ignored.
-Status RefuseUnsupported(const json& body) {
-  const auto truthy = Truthy;
-  for (const char* key : {"tools", "functions", "tool_choice", "function_call", "logit_bias"}) {
-    if (const json* v = Field(body, key); v && truthy(*v)) return Bad(key, "is not supported by unmask", *v);
+Status RefuseUnsupported(const json& body, Endpoint endpoint) {
+  for (const char* key : {"functions", "function_call"}) {
+    if (const json* v = Field(body, key); v && Truthy(*v))
+      return Bad(key, "is not supported by unmask (OpenAI's deprecated form: send tools and tool_choice)", *v);
   }
+  if (endpoint == Endpoint::kCompletions) {
+    for (const char* key : {"tools", "tool_choice", "parallel_tool_calls"}) {
+      if (const json* v = Field(body, key); v && Truthy(*v))
+        return Bad(key, "is not supported on /v1/completions (tools are /v1/chat/completions')", *v);
+    }
+  }
+  if (const json* v = Field(body, "logit_bias"); v && Truthy(*v)) return Bad("logit_bias", "is not supported by unmask", *v);
   if (const json* v = Field(body, "best_of"); v && !(v->is_number_integer() && v->get<std::int64_t>() == 1))
     return Bad("best_of", "only 1 is supported", *v);
   for (const char* key : {"presence_penalty", "frequency_penalty"}) {
@@ -87,54 +38,6 @@ Status RefuseUnsupported(const json& body) {
   }
   if (const json* v = Field(body, "response_format")) {
     if (!HasType(*v, "text")) return Bad("response_format", "only {\"type\": \"text\"} is supported", *v);
-  }
-  return OkStatus();
-}
-
-StatusOr<std::string> MessageContent(const json& content, const std::string& field) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) return Bad(field, "must be a string or an array of text parts", content);
-  std::string text;
-  for (std::size_t k = 0; k < content.size(); ++k) {
-    const json& part = content[k];
-    const std::string pf = field + "[" + std::to_string(k) + "]";
-    if (!HasType(part, "text") || !part.contains("text") || !part["text"].is_string())
-      return Bad(pf, "must be {\"type\": \"text\", \"text\": \"...\"} (only text parts are supported)", part);
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
-
-Status ParseMessages(const json& body, v1::GenerateRequest& r) {
-  const json* messages = Field(body, "messages");
-  if (!messages) return InvalidFieldError("messages", "is required");
-  if (!messages->is_array() || messages->empty()) return Bad("messages", "must be a non-empty array of messages", *messages);
-  auto& out = *r.mutable_chat();
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < messages->size(); ++i) {
-    const json& m = (*messages)[i];
-    const std::string field = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return Bad(field, "must be an object with role and content", m);
-    const json* role_v = Field(m, "role");
-    if (!role_v) return InvalidFieldError(field + ".role", "is required");
-    UNMASK_ASSIGN_OR_RETURN(std::string role, String(*role_v, field + ".role", 32));
-    if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant")
-      return Bad(field + ".role", "must be system, developer, user or assistant", *role_v);
-    if (role == "system" && i != 0) return Bad(field + ".role", "a system message is allowed only first", *role_v);
-    if (i + 1 == messages->size() && role != "user") return Bad(field + ".role", "the last message must be the user's", *role_v);
-    std::string content;
-    if (const json* c = Field(m, "content")) {
-      UNMASK_ASSIGN_OR_RETURN(content, MessageContent(*c, field + ".content"));
-    } else if (role != "assistant") {
-      return InvalidFieldError(field + ".content", "is required");
-    }
-    bytes += content.size();
-    if (bytes > kMaxPromptBytes)
-      return Bad("messages", "must hold at most " + std::to_string(kMaxPromptBytes) + " bytes of content", json(bytes));
-    auto* msg = out.add_messages();
-    msg->set_role(role);
-    msg->set_content(std::move(content));
   }
   return OkStatus();
 }
@@ -389,16 +292,18 @@ StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const json& body) 
   if (!model) return InvalidFieldError("model", "is required");
   UNMASK_ASSIGN_OR_RETURN(std::string name, String(*model, "model", 256));
   out.generate.set_model(std::move(name));
-  UNMASK_RETURN_IF_ERROR(endpoint == Endpoint::kChatCompletions ? ParseMessages(body, out.generate)
+  UNMASK_RETURN_IF_ERROR(endpoint == Endpoint::kChatCompletions ? ParseChat(body, out.generate)
                                                                  : ParsePrompt(body, out.generate));
   if (const json* n = Field(body, "n")) {
     UNMASK_ASSIGN_OR_RETURN(std::int64_t choices, Integer(*n, "n", 1, kMaxChoices));
     if (choices > 1) out.generate.set_n(static_cast<int>(choices));
   }
-  UNMASK_RETURN_IF_ERROR(RefuseUnsupported(body));
+  UNMASK_RETURN_IF_ERROR(RefuseUnsupported(body, endpoint));
   UNMASK_RETURN_IF_ERROR(ParseOutputFields(body, endpoint, out));
   UNMASK_RETURN_IF_ERROR(ParseGenerationFields(body, endpoint, out));
   UNMASK_RETURN_IF_ERROR(ParseStop(body, out));
+  if (!out.generate.template_text().empty() && out.generate.has_chat() && !out.generate.chat().tools().empty())
+    return Bad("tools", "cannot be used with template (the template's text is the answer)", body["tools"]);
   if (!out.stop.empty() && !out.generate.template_text().empty())
     return Bad("stop", "cannot be used with template (the template's own text decides where the answer ends)", body["stop"]);
   if (const json* v = Field(body, "user")) {

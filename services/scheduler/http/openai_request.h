@@ -2,8 +2,8 @@
 // GenerateRequest, plus what the HTTP side itself needs (stream, stop strings). No gRPC and no
 // HTTP library here: a JSON value in, a request or an InvalidArgument naming the field out.
 //
-// Field by field: `model`; `messages` (chat: role system / developer / user / assistant,
-// content a string or an array of text parts) or `prompt` (completions: a string or an array of
+// Field by field: `model`; `messages`, `tools`, `tool_choice` and `parallel_tool_calls` (chat:
+// openai_chat_request.h) or `prompt` (completions: a string or an array of
 // token ids); `max_tokens` (chat also `max_completion_tokens`) -> gen_length; `stop` (a string or
 // up to 4 strings); `n` (1..16 choices: n jobs with seeds seed, seed + 1, ...); `temperature`; `seed`; `user`; `stream` and
 // `stream_options.include_usage`. unmask's diffusion fields: `steps`, `block_length`, `sampler`,
@@ -22,7 +22,7 @@
 // scheduler core (its errors name template_text, `template` here). `suffix` and `echo` on chat,
 // `top_logprobs` on completions and `stop` with a template are refused by name.
 //
-// Fields the API has but unmask cannot honour (`best_of` > 1, `tools`, ...) are refused by
+// Fields the API has but unmask cannot honour (`best_of` > 1, `logit_bias`, ...) are refused by
 // name; other unknown fields are ignored, as OpenAI-compatible servers do.
 #pragma once
 
@@ -54,10 +54,10 @@ struct OpenAiRequest {
   std::int32_t logprobs = -1;     // -1: none; k: each token's logprob and k alternatives (params.logprobs)
 };
 
-// The body as JSON: InvalidArgument when it is not a JSON object.
-StatusOr<nlohmann::json> ParseJsonBody(std::string_view body);
+// The body as JSON (its objects in their order): InvalidArgument when it is not a JSON object.
+StatusOr<nlohmann::ordered_json> ParseJsonBody(std::string_view body);
 
 // InvalidArgument "<field>: <rule>, got <value>" for the first bad field.
-StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const nlohmann::json& body);
+StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const nlohmann::ordered_json& body);
 
 }  // namespace unmask::scheduler::http

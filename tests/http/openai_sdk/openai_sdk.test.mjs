@@ -212,6 +212,30 @@ test('400: a bad field is a BadRequestError naming it', async () => {
   assert.equal(err.param, 'steps');
 });
 
+test('tools: a model whose chat template has no place for them refuses them by name', async () => {
+  // unmask-kjv's template (Llama-3's) renders no tools: offering some would be ignored silently.
+  const tools = [{ type: 'function', function: { name: 'get_verse', description: 'A verse by reference',
+    parameters: { type: 'object', properties: { reference: { type: 'string' } }, required: ['reference'] } } }];
+  let err = await rejection(client.chat.completions.create({ ...CHAT, tools }));
+  assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+  assert.equal(err.param, 'tools');
+  assert.ok(err.message.includes("model 'unmask-kjv' takes no tools"), err.message);
+  // tool_choice "none" offers none: the answer is text, as without tools.
+  const plain = await client.chat.completions.create({ ...CHAT, tools, tool_choice: 'none' });
+  assert.equal(typeof plain.choices[0].message.content, 'string');
+  assert.equal(plain.choices[0].message.tool_calls, undefined);
+  for (const [extra, param] of [
+    [{ tools: [{ type: 'function', function: { name: 'get verse' } }] }, 'tools[0].function.name'],
+    [{ tools, tool_choice: 'always' }, 'tool_choice'],
+    [{ tools, tool_choice: { type: 'function', function: { name: 'get_psalm' } } }, 'tool_choice.function.name'],
+    [{ functions: [{ name: 'get_verse' }] }, 'functions'],
+  ]) {
+    err = await rejection(client.chat.completions.create({ ...CHAT, ...extra }));
+    assert.ok(err instanceof OpenAI.BadRequestError, `${JSON.stringify(extra)}: ${err}`);
+    assert.equal(err.param, param);
+  }
+});
+
 test('404: an unknown model is a NotFoundError', async () => {
   const err = await rejection(client.chat.completions.create({ ...CHAT, model: 'no-such-model' }));
   assert.ok(err instanceof OpenAI.NotFoundError, String(err));
