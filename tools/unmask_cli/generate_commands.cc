@@ -12,6 +12,7 @@
 #include "services/common/grpc_status.h"
 
 #include "tools/unmask_cli/canvas_flags.h"
+#include "tools/unmask_cli/tool_flags.h"
 #include "tools/unmask_cli/commands.h"
 #include "tools/unmask_cli/live_view.h"
 #include "unmask/v1/scheduler.grpc.pb.h"
@@ -34,6 +35,7 @@ struct GenerateFlags {
   int priority = 0, n = 0;
   bool json = false, no_live = false, stop_at_eos = false, no_early_stop = false, eos_early_stop = false;
   CanvasFlags canvas;  // --suffix, --template-file, --logprobs
+  ToolFlags tools;     // --tools, --tool-choice
 };
 
 void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
@@ -72,6 +74,9 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--early-stop", f.early_stop,
                   "on or off: fast samplers stop once a block ends in EOS (default: on; reference never does)");
   cmd->add_flag("--no-early-stop", f.no_early_stop, "Same as --early-stop off");
+  cmd->add_option("--tools", f.tools.tools_file,
+                  "With --chat: a JSON file of tools the model may call (OpenAI's [{\"type\": \"function\", ...}])");
+  cmd->add_option("--tool-choice", f.tools.tool_choice, "With --tools: auto, none, required or a tool's name");
   cmd->add_option("--suffix", f.canvas.suffix,
                   "Infilling: the text after the gap; the gap (--gen-length tokens) is generated and printed");
   cmd->add_option("--template-file", f.canvas.template_file,
@@ -154,6 +159,7 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
     return InvalidArgumentError("--early-stop '" + f.early_stop + "' is not one of on, off");
   }
   UNMASK_RETURN_IF_ERROR(ApplyCanvasFlags(f.canvas, r));
+  UNMASK_RETURN_IF_ERROR(ApplyToolFlags(f.tools, r));
   r.set_priority(f.priority);
   r.set_deadline_seconds(f.deadline);
   r.set_idempotency_key(f.idempotency_key);

@@ -170,6 +170,37 @@ class BadInputTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "at least one message"):
             build_request("m", chat=[])
 
+    def test_tools_and_tool_turns_reach_the_request(self):
+        tools = [{"type": "function", "function": {"name": "get_verse", "description": "A verse",
+                                                   "parameters": {"type": "object", "properties": {"ref": {"type": "string"}}}}}]
+        chat = [{"role": "user", "content": "John 3:16?"},
+                {"role": "assistant", "content": None,
+                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_verse", "arguments": {"ref": "John 3:16"}}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "For God so loved the world"}]
+        r = build_request("m", chat=chat, tools=tools, tool_choice="get_verse", parallel_tool_calls=False)
+        self.assertEqual(r.chat.messages[1].content, "")
+        self.assertEqual(r.chat.messages[1].tool_calls[0].name, "get_verse")
+        self.assertEqual(r.chat.messages[1].tool_calls[0].arguments, '{"ref": "John 3:16"}')
+        self.assertEqual(r.chat.messages[2].tool_call_id, "c1")
+        self.assertEqual(r.chat.tools[0].name, "get_verse")
+        self.assertEqual(r.chat.tools[0].parameters, '{"type": "object", "properties": {"ref": {"type": "string"}}}')
+        self.assertEqual(r.chat.tool_choice, "get_verse")
+        self.assertTrue(r.chat.single_tool_call)
+        self.assertEqual(len(build_request("m", chat=chat[:1]).chat.tools), 0)
+
+    def test_bad_tools(self):
+        tools = [{"type": "function", "function": {"name": "f"}}]
+        with self.assertRaisesRegex(TypeError, "go with chat"):
+            build_request("m", "x", tools=tools)
+        with self.assertRaisesRegex(TypeError, "tools: each is"):
+            build_request("m", chat=[("user", "x")], tools=[{"name": "f"}])
+        with self.assertRaisesRegex(TypeError, "tools parameters"):
+            build_request("m", chat=[("user", "x")], tools=[{"type": "function", "function": {"name": "f", "parameters": 5}}])
+        with self.assertRaisesRegex(TypeError, "tool_choice"):
+            build_request("m", chat=[("user", "x")], tools=tools, tool_choice={"type": "function"})
+        with self.assertRaisesRegex(TypeError, "tool_calls: each is"):
+            build_request("m", chat=[{"role": "assistant", "tool_calls": ["f()"]}, ("user", "x")])
+
     def test_bad_ids(self):
         with self.assertRaises(TypeError):
             build_request("m", ids=["a"])
@@ -207,6 +238,21 @@ class BadInputTest(unittest.TestCase):
             self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)
             with self.assertRaises(ValueError):
                 c.watch("")
+
+    @unittest.skipUnless(TARGET, "needs the stack of python_client_driver")
+    def test_a_model_without_a_place_for_tools_refuses_them(self):
+        tools = [{"type": "function", "function": {"name": "get_verse"}}]
+        with Client(TARGET, api_key=KEY) as c:
+            with self.assertRaises(UnmaskError) as e:
+                c.chat([("user", "John 3:16?")], model=MODEL, tools=tools, **SHORT)
+            self.assertEqual(e.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
+            self.assertIn("takes no tools", e.exception.message)
+            r = c.chat([("user", "John 3:16?")], model=MODEL, tools=tools, tool_choice="none", **SHORT)
+            self.assertEqual(r.tool_calls, [])
+            with self.assertRaises(UnmaskError) as e:
+                c.chat([("user", "John 3:16?")], model=MODEL, tools=tools, tool_choice="get_psalm", **SHORT)
+            self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("chat.tool_choice", e.exception.message)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,10 @@ from unmask_client.client import (
     Result,
     Step,
     TokenLogprob,
+    ToolCall,
     TopLogprob,
     UnmaskError,
 )
 
 __all__ = ["Accepted", "Adjustment", "Client", "GenerationStream", "Job", "Result", "Step", "TokenLogprob",
-           "TopLogprob", "UnmaskError"]
+           "ToolCall", "TopLogprob", "UnmaskError"]

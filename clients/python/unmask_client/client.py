@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -16,7 +17,7 @@ _REMASKING = {
     "random": generation_pb2.REMASKING_RANDOM,
 }
 
-Message = Union[Mapping[str, str], Tuple[str, str]]
+Message = Union[Mapping[str, Any], Tuple[str, str]]
 
 
 class UnmaskError(Exception):
@@ -80,6 +81,14 @@ class Step:
 
 
 @dataclass
+class ToolCall:
+    """A call of one of the request's tools the model made: `arguments` is a JSON object (text)."""
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
 class Result:
     job_id: str
     text: str
@@ -92,6 +101,10 @@ class Result:
     accepted: Optional[Accepted] = None
     # With logprobs=k: every generated token (a template's holes only), in position order.
     logprobs: List[TokenLogprob] = field(default_factory=list)
+    # Chat with tools: the calls read from the output, and content the text before the first
+    # (empty when none; text is the output as generated).
+    tool_calls: List[ToolCall] = field(default_factory=list)
+    content: str = ""
 
 
 @dataclass
@@ -125,7 +138,8 @@ def _logprobs(entries: Iterable[Any]) -> List[TokenLogprob]:
 
 def _result(job_id: str, c: scheduler_pb2.Completed, accepted: Optional[Accepted] = None) -> Result:
     return Result(job_id, c.text, c.finish_reason, list(c.ids), c.sampler, c.timings.queued_seconds,
-                  c.timings.running_seconds, len(c.timings.step_seconds), accepted, _logprobs(c.logprobs))
+                  c.timings.running_seconds, len(c.timings.step_seconds), accepted, _logprobs(c.logprobs),
+                  [ToolCall(t.id, t.name, t.arguments) for t in c.tool_calls], c.content)
 
 
 def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
@@ -136,26 +150,84 @@ def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
     return UnmaskError(code, f.message, job_id)
 
 
+def _json_object_text(value: Any, where: str) -> str:
+    """A JSON object given as a dict or as its text, as text."""
+    if isinstance(value, Mapping):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"{where}: a dict or its JSON text, not {type(value).__name__}")
+
+
+def _tool_call(c: Any) -> scheduler_pb2.ToolCall:
+    """An earlier call, in OpenAI's shape ({"id", "type": "function", "function": {"name",
+    "arguments"}}) or as a ToolCall."""
+    if isinstance(c, ToolCall):
+        return scheduler_pb2.ToolCall(id=c.id, name=c.name, arguments=c.arguments)
+    if not isinstance(c, Mapping) or not isinstance(c.get("function"), Mapping):
+        raise TypeError("tool_calls: each is a ToolCall or {'id', 'type': 'function', 'function': {'name', 'arguments'}}")
+    f = c["function"]
+    return scheduler_pb2.ToolCall(id=c.get("id", ""), name=f.get("name", ""),
+                                  arguments=_json_object_text(f.get("arguments", {}), "tool_calls arguments"))
+
+
 def _message(m: Message) -> scheduler_pb2.ChatMessage:
+    tool_calls: Sequence[Any] = ()
+    tool_call_id = ""
     if isinstance(m, tuple):
         if len(m) != 2:
             raise TypeError(f"a chat message tuple is (role, content), got {len(m)} items")
         role, content = m
     elif isinstance(m, Mapping):
-        unknown = set(m) - {"role", "content"}
+        unknown = set(m) - {"role", "content", "tool_calls", "tool_call_id"}
         if unknown:
-            raise TypeError(f"chat message: unknown keys {sorted(unknown)} (role, content)")
-        role, content = m.get("role", ""), m.get("content", "")
+            raise TypeError(f"chat message: unknown keys {sorted(unknown)} (role, content, tool_calls, tool_call_id)")
+        role, content = m.get("role", ""), m.get("content") or ""
+        tool_calls, tool_call_id = m.get("tool_calls") or (), m.get("tool_call_id", "")
     else:
         raise TypeError(f"a chat message is a dict or a (role, content) tuple, not {type(m).__name__}")
-    if not isinstance(role, str) or not isinstance(content, str):
-        raise TypeError("chat message: role and content are strings")
-    return scheduler_pb2.ChatMessage(role=role, content=content)
+    if not isinstance(role, str) or not isinstance(content, str) or not isinstance(tool_call_id, str):
+        raise TypeError("chat message: role, content and tool_call_id are strings")
+    return scheduler_pb2.ChatMessage(role=role, content=content, tool_calls=[_tool_call(c) for c in tool_calls],
+                                     tool_call_id=tool_call_id)
+
+
+def _tool(t: Any) -> scheduler_pb2.Tool:
+    """OpenAI's {"type": "function", "function": {"name", "description", "parameters"}}."""
+    if not isinstance(t, Mapping) or t.get("type") != "function" or not isinstance(t.get("function"), Mapping):
+        raise TypeError("tools: each is {'type': 'function', 'function': {'name', 'description', 'parameters'}}")
+    f = t["function"]
+    parameters = f.get("parameters")
+    return scheduler_pb2.Tool(name=f.get("name", ""), description=f.get("description", ""),
+                              parameters="" if parameters is None else _json_object_text(parameters, "tools parameters"))
+
+
+def _set_tools(r: scheduler_pb2.GenerateRequest, tools: Optional[Sequence[Any]], tool_choice: Optional[str],
+               parallel_tool_calls: Optional[bool]) -> None:
+    if tools is None and tool_choice is None and parallel_tool_calls is None:
+        return
+    if not r.HasField("chat"):
+        raise TypeError("tools, tool_choice and parallel_tool_calls go with chat")
+    if tools is not None:
+        r.chat.tools.extend(_tool(t) for t in tools)
+    if tool_choice is not None:
+        if not isinstance(tool_choice, str):
+            raise TypeError("tool_choice: 'auto', 'none', 'required' or a tool's name")
+        r.chat.tool_choice = tool_choice
+    if parallel_tool_calls is not None:
+        r.chat.single_tool_call = not parallel_tool_calls
 
 
 def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Sequence[Message]] = None,
-                  ids: Optional[Iterable[int]] = None, **params: Any) -> scheduler_pb2.GenerateRequest:
+                  ids: Optional[Iterable[int]] = None, tools: Optional[Sequence[Any]] = None,
+                  tool_choice: Optional[str] = None, parallel_tool_calls: Optional[bool] = None,
+                  **params: Any) -> scheduler_pb2.GenerateRequest:
     """A GenerateRequest from keyword arguments. Exactly one of prompt (text), chat or ids.
+
+    chat: messages as (role, content) tuples or dicts with role, content, and OpenAI's tool_calls
+    (an assistant's earlier calls) and tool_call_id (a tool's answer). With chat, tools (OpenAI's
+    tool objects), tool_choice ('auto', 'none', 'required' or a tool's name) and
+    parallel_tool_calls (False: at most one call): Result.tool_calls holds the calls read back.
 
     params: any GenerationParams field (gen_length, block_length, steps, temperature, cfg_scale,
     remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, logprobs,
@@ -185,6 +257,7 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
         r.ids.ids.extend(ids)  # raises TypeError for non-integers
         if not r.ids.ids:
             raise TypeError("ids: at least one token id")
+    _set_tools(r, tools, tool_choice, parallel_tool_calls)
     known = generation_pb2.GenerationParams.DESCRIPTOR.fields_by_name
     for name, value in params.items():
         if value is None:
