@@ -146,9 +146,30 @@ def http_seeds(corpus):
         "ids.json": {"model": "tiny", "prompt": [1, 2, 3], "max_completion_tokens": 8, "factor": 1.5, "cfg_scale": 0.5,
                      "sampler": "prefix_cache+factor", "top_p": 1, "best_of": 1, "response_format": {"type": "text"}},
         "refused.json": {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "logprobs": True, "n": 2},
+        "tools.json": {"model": "tiny", "messages": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d", "strict": True,
+                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "parallel_tool_calls": False},
     }
     for name, body in bodies.items():
         write(corpus, "http_request", name, json.dumps(body, ensure_ascii=False))
+
+
+def tool_call_seeds(corpus):
+    outputs = {
+        "two-calls.txt": 'Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+                         '<tool_call>\n{"name": "no_args"}\n</tool_call>',
+        "string-arguments.txt": '<tool_call>{"name": "f", "arguments": "{\\"x\\": [1, 2.5, null]}"}',
+        "forced-rest.txt": '{"city": "Rome"}}\n</tool_call>',
+        "broken.txt": '<tool_call>\n{"name": "f", "arguments": {"x": 1\n</tool_call> and <tool_ca',
+        "text.txt": "The LORD is my shepherd; I shall not want. <tool",
+    }
+    for name, data in outputs.items():
+        write(corpus, "tool_calls", name, data)
 
 
 def main():
@@ -160,6 +181,7 @@ def main():
     slow_tokenizer_seeds(corpus)
     chat_seeds(corpus)
     http_seeds(corpus)
+    tool_call_seeds(corpus)
 
 
 if __name__ == "__main__":

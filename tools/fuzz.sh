@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-$(nproc)}
-TARGETS=(safetensors sharded_index config_json tokenizer_json slow_tokenizer chat_template jinja_template manifest segment request_validation http_request hole_template)
+TARGETS=(safetensors sharded_index config_json tokenizer_json slow_tokenizer chat_template jinja_template manifest segment request_validation tool_calls http_request hole_template)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 # The file-reading targets write each input to a scratch file: memory-backed where there is one.
 default_tmp=${TMPDIR:-/tmp}
