@@ -47,8 +47,9 @@ Status ValidateMessage(const v1::ChatMessage& m, int i) {
   return OkStatus();
 }
 
-// Each tool message answers a call the last assistant message before it made (OpenAI's rule).
-Status ValidateToolAnswers(const google::protobuf::RepeatedPtrField<v1::ChatMessage>& m) {
+}  // namespace
+
+Status ValidateToolAnswers(const google::protobuf::RepeatedPtrField<v1::ChatMessage>& m, const std::string& prefix) {
   const v1::ChatMessage* caller = nullptr;
   for (int i = 0; i < m.size(); ++i) {
     if (m[i].role() == "assistant") caller = &m[i];
@@ -57,11 +58,13 @@ Status ValidateToolAnswers(const google::protobuf::RepeatedPtrField<v1::ChatMess
     for (int k = 0; caller != nullptr && k < caller->tool_calls_size(); ++k)
       answered = answered || caller->tool_calls(k).id() == m[i].tool_call_id();
     if (!answered)
-      return Bad("chat.messages[" + std::to_string(i) + "].tool_call_id",
+      return Bad(prefix + "[" + std::to_string(i) + "].tool_call_id",
                  "must be the id of a call the last assistant message before it made", "'" + m[i].tool_call_id().substr(0, 80) + "'");
   }
   return OkStatus();
 }
+
+namespace {
 
 Status ValidateTools(const v1::ChatMessages& chat) {
   constexpr int kMaxTools = 128;  // OpenAI's limit
@@ -100,7 +103,7 @@ Status ValidatePrompt(const v1::GenerateRequest& r) {
       const auto& m = r.chat().messages();
       if (m.empty()) return Bad("chat.messages", "must hold at least one message", "none");
       for (int i = 0; i < m.size(); ++i) UNMASK_RETURN_IF_ERROR(ValidateMessage(m[i], i));
-      UNMASK_RETURN_IF_ERROR(ValidateToolAnswers(m));
+      UNMASK_RETURN_IF_ERROR(ValidateToolAnswers(m, "chat.messages"));
       const std::string& last = m[m.size() - 1].role();
       if (last != "user" && last != "tool")
         return Bad("chat.messages", "must end with a user message or a tool's answer", "'" + last + "'");

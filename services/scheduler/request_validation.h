@@ -20,6 +20,11 @@ constexpr int kMaxChoices = 16;  // GenerateRequest.n: samples of one prompt, ea
 
 Status ValidateGenerateRequest(const v1::GenerateRequest& request);
 
+// Each tool message answers a call the last assistant message before it made (OpenAI's rule);
+// the error names "<prefix>[i].tool_call_id" (prefix: the messages' field in the API at hand).
+Status ValidateToolAnswers(const google::protobuf::RepeatedPtrField<v1::ChatMessage>& messages,
+                           const std::string& prefix);
+
 // The choices a request asks for: its n, 0 (unset) meaning 1.
 inline int ChoiceCount(const v1::GenerateRequest& request) { return request.n() > 0 ? request.n() : 1; }
 

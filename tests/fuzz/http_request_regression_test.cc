@@ -1,5 +1,7 @@
 // HTTP request bodies found by fuzz/http_request_fuzz.cc: a "type" that is not a string made
-// json::value("type", "") throw out of the parser (a 500 from the server instead of a 400).
+// json::value("type", "") throw out of the parser (a 500 from the server instead of a 400); a
+// tool message answering a call the assistant did not make passed the HTTP parser and was
+// refused only by the scheduler's validation, under the gRPC name.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -30,6 +32,13 @@ TEST(HttpRequestRegressionTest, ResponseFormatWhoseTypeIsANumberIsInvalidArgumen
   Status s = Parse(Endpoint::kCompletions, "response-format-type-not-a-string.json");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("response_format: only {\"type\": \"text\"} is supported"));
+}
+
+TEST(HttpRequestRegressionTest, AToolAnswerToACallNotMadeIsRefusedByTheHttpParser) {
+  Status s = Parse(Endpoint::kChatCompletions, "tool-answer-to-a-call-not-made.json");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.field(), "messages[2].tool_call_id");
+  EXPECT_THAT(s.message(), HasSubstr("must be the id of a call the last assistant message before it made"));
 }
 
 }  // namespace

@@ -165,6 +165,7 @@ Status ParseTools(const json& tools, v1::ChatMessages& chat) {
 Status ParseChat(const json& body, v1::GenerateRequest& r) {
   v1::ChatMessages& chat = *r.mutable_chat();
   UNMASK_RETURN_IF_ERROR(ParseMessages(body, chat));
+  UNMASK_RETURN_IF_ERROR(ValidateToolAnswers(chat.messages(), "messages"));
   if (const json* tools = Field(body, "tools")) UNMASK_RETURN_IF_ERROR(ParseTools(*tools, chat));
   if (const json* v = Field(body, "tool_choice")) UNMASK_RETURN_IF_ERROR(ParseToolChoice(*v, chat));
   if (const json* v = Field(body, "parallel_tool_calls")) {
