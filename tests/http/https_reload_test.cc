@@ -1,11 +1,13 @@
 // The HTTP API over TLS with --http-tls-refresh-seconds: the real cpp-httplib server on port 0 over
 // the scheduler core, and cpp-httplib's client verifying the server's certificate. A certificate
-// renewed on disk reaches new connections without a restart; files that do not load are refused
-// (logged) and the last good pair stays in use. And ServerTlsReloader's rules, on a fake clock.
+// renewed on disk reaches new connections without a restart, and so does a renewed client CA under
+// mutual TLS; files that do not load are refused (logged) and the last good pair stays in use.
+// And ServerTlsReloader's rules, on a fake clock.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fstream>
 #include <thread>
 
 #include "common/jobs/memory_job_store.h"
@@ -31,12 +33,18 @@ class HttpsReloadTest : public ::testing::Test {
   static void TearDownTestSuite() { delete pki_; }
   static const TestPki& pki() { return *pki_; }
 
-  void Start(int refresh_seconds) {
+  // `mutual`: clients need a certificate from the CA in ca_ (pki().ca() at start).
+  void Start(int refresh_seconds, bool mutual = false) {
     Replace(pki().server_cert(), cert_);
     Replace(pki().server_key(), key_);
     tls::ServerTlsOptions o;
     o.cert_file = cert_;
     o.key_file = key_;
+    if (mutual) {
+      Replace(pki().ca(), ca_);
+      o.ca_file = ca_;
+      o.require_client_cert = true;
+    }
     o.refresh_seconds = refresh_seconds;
     auto tls = tls::LoadServerTls(o);
     ASSERT_TRUE(tls.ok()) << tls.status().ToString();
@@ -56,29 +64,29 @@ class HttpsReloadTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Stop();
   }
-  // GET /v1/models over a new connection from a client that trusts `ca`: the HTTP status, or 0
-  // when the handshake failed.
-  int Get(const std::string& ca) {
-    httplib::SSLClient client("127.0.0.1", port_);
+  // GET /v1/models over a new connection from a client that trusts `ca` (and presents `cert` /
+  // `key` when given): the HTTP status, or 0 when the handshake failed.
+  int Get(const std::string& ca, const std::string& cert = "", const std::string& key = "") {
+    httplib::SSLClient client("127.0.0.1", port_, cert, key);
     client.set_ca_cert_path(ca.c_str());
     client.enable_server_certificate_verification(true);
     client.set_connection_timeout(5);
     auto res = client.Get("/v1/models");
     return res ? res->status : 0;
   }
-  // Polls until a client trusting `ca` gets `status` (at most 10 s).
-  int Await(const std::string& ca, int status) {
-    int got = Get(ca);
+  // Polls until a client trusting `ca` (with `cert` / `key`) gets `status` (at most 10 s).
+  int Await(const std::string& ca, int status, const std::string& cert = "", const std::string& key = "") {
+    int got = Get(ca, cert, key);
     for (int i = 0; i < 50 && got != status; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      got = Get(ca);
+      got = Get(ca, cert, key);
     }
     return got;
   }
 
   static TestPki* pki_;
   TempDir dir_;
-  const std::string cert_ = dir_.File("tls.crt"), key_ = dir_.File("tls.key");
+  const std::string cert_ = dir_.File("tls.crt"), key_ = dir_.File("tls.key"), ca_ = dir_.File("ca.crt");
   jobs::MemoryJobStore store_;
   std::unique_ptr<ModelCatalog> catalog_;
   std::unique_ptr<SchedulerCore> core_;
@@ -105,6 +113,27 @@ TEST_F(HttpsReloadTest, ARenewedCertificateReachesNewConnectionsAndBadFilesAreRe
   EXPECT_EQ(Get(pki().other_ca()), 200);
   Replace(pki().server_cert(), cert_);  // the pair fits again: taken
   EXPECT_EQ(Await(pki().ca(), 200), 200);
+}
+
+// Mutual TLS: the client CA file renewed (here to another CA) decides, from then on, whose client
+// certificates new connections accept; a CA file that does not load leaves the last one in use.
+TEST_F(HttpsReloadTest, ARenewedClientCaDecidesWhichClientsNewConnectionsAccept) {
+  Start(/*refresh_seconds=*/1, /*mutual=*/true);
+  const TestPki& p = pki();
+  EXPECT_EQ(Get(p.ca(), p.client_cert(), p.client_key()), 200);
+  EXPECT_EQ(Get(p.ca(), p.other_client_cert(), p.other_client_key()), 0) << "a client of another CA";
+  EXPECT_EQ(Get(p.ca()), 0) << "a client without a certificate";
+
+  Replace(p.other_ca(), ca_);
+  EXPECT_EQ(Await(p.ca(), 200, p.other_client_cert(), p.other_client_key()), 200)
+      << "the renewed client CA never reached a new connection";
+  EXPECT_EQ(Get(p.ca(), p.client_cert(), p.client_key()), 0) << "the old CA's clients are refused";
+
+  std::ofstream(dir_.File("broken.crt")) << "not a certificate\n";
+  Replace(dir_.File("broken.crt"), ca_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(Get(p.ca(), p.other_client_cert(), p.other_client_key()), 200) << "the last good CA stays";
+  EXPECT_EQ(Get(p.ca(), p.client_cert(), p.client_key()), 0);
 }
 
 TEST_F(HttpsReloadTest, WithoutRefreshTheFilesAreReadOnce) {

@@ -28,6 +28,8 @@ TlsIdentity::~TlsIdentity() {
   X509_free(leaf);
   sk_X509_pop_free(chain, X509_free);
   EVP_PKEY_free(key);
+  X509_STORE_free(client_store);
+  sk_X509_NAME_pop_free(client_names, X509_NAME_free);
 }
 
 StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const tls::ServerTlsMaterial& tls) {
@@ -50,6 +52,19 @@ StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const tls::ServerT
   id->key = PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
   if (id->key == nullptr) return OpenSslError("cannot read the private key");
   if (X509_check_private_key(id->leaf, id->key) != 1) return OpenSslError("the key does not fit the certificate");
+  if (!tls.client_ca.empty()) {
+    id->client_store = X509_STORE_new();
+    id->client_names = sk_X509_NAME_new_null();
+    if (id->client_store == nullptr || id->client_names == nullptr) return OpenSslError("out of memory");
+    BioPtr ca_bio = MemoryBio(tls.client_ca);
+    while (X509* ca = PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr)) {
+      X509_STORE_add_cert(id->client_store, ca);
+      X509_NAME* name = X509_NAME_dup(X509_get_subject_name(ca));
+      if (name != nullptr && sk_X509_NAME_push(id->client_names, name) == 0) X509_NAME_free(name);
+      X509_free(ca);
+    }
+    ERR_clear_error();
+  }
   return std::shared_ptr<const TlsIdentity>(std::move(id));
 }
 
@@ -69,8 +84,16 @@ bool ReloadingCertificate::Apply(SSL* ssl) {
     identity = identity_;
   }
   if (!identity) return true;  // the context's own
-  return SSL_use_certificate(ssl, identity->leaf) == 1 && SSL_use_PrivateKey(ssl, identity->key) == 1 &&
-         SSL_set1_chain(ssl, identity->chain) == 1;
+  if (SSL_use_certificate(ssl, identity->leaf) != 1 || SSL_use_PrivateKey(ssl, identity->key) != 1 ||
+      SSL_set1_chain(ssl, identity->chain) != 1)
+    return false;
+  if (identity->client_store == nullptr) return true;
+  // The connection's own verify store and CA names (the context's stay as read at start).
+  if (SSL_set1_verify_cert_store(ssl, identity->client_store) != 1) return false;
+  STACK_OF(X509_NAME)* names = SSL_dup_CA_list(identity->client_names);
+  if (names == nullptr) return false;
+  SSL_set_client_CA_list(ssl, names);  // takes ownership
+  return true;
 }
 
 Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls, ReloadingCertificate* reloading) {

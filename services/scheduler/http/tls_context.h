@@ -1,7 +1,7 @@
 // The HTTP API's TLS: an OpenSSL server context from loaded material (services/common/tls_options.h),
 // for cpp-httplib's SSLServer. Mutual TLS refuses a client without a certificate from the CA
-// during the handshake. With refresh_seconds, every handshake takes the certificate and key the
-// files hold (ReloadingCertificate).
+// during the handshake. With refresh_seconds, every handshake takes the certificate, key and
+// client CA the files hold (ReloadingCertificate).
 #pragma once
 
 #include <openssl/ssl.h>
@@ -17,11 +17,15 @@
 
 namespace unmask::scheduler::http {
 
-// A certificate chain and its key, parsed once.
+// A certificate chain and its key, and the client CA, parsed once.
 struct TlsIdentity {
   X509* leaf = nullptr;
   STACK_OF(X509)* chain = nullptr;  // the certificates after the leaf
   EVP_PKEY* key = nullptr;
+  // The client CA's certificates (null when there is none): what a client's certificate is
+  // verified against, and the names the CertificateRequest lists.
+  X509_STORE* client_store = nullptr;
+  STACK_OF(X509_NAME)* client_names = nullptr;
   TlsIdentity() = default;
   TlsIdentity(const TlsIdentity&) = delete;
   TlsIdentity& operator=(const TlsIdentity&) = delete;
@@ -29,14 +33,17 @@ struct TlsIdentity {
 };
 StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const tls::ServerTlsMaterial& tls);
 
-// The files' certificate and key at every handshake (SSL_CTX_set_cert_cb), through a
-// tls::ServerTlsReloader: renewed files reach new connections, and files that do not load leave
-// the last good pair in use. The client CA stays the one read at start.
+// The files' certificate, key and client CA at every handshake (SSL_CTX_set_cert_cb, which runs
+// before the server's CertificateRequest is written and the client's certificate verified),
+// through a tls::ServerTlsReloader: renewed files reach new connections, and files that do not
+// load leave the last good material in use. Whether clients are verified at all (a client CA
+// given, --http-tls-require-client-cert) is decided at start.
 class ReloadingCertificate {
  public:
   explicit ReloadingCertificate(tls::ServerTlsMaterial initial,
                                 std::function<void(const std::string&)> log = {});
-  // Puts the current certificate, chain and key on `ssl`; false when OpenSSL refuses them.
+  // Puts the current certificate, chain, key and client CA on `ssl`; false when OpenSSL refuses
+  // them.
   bool Apply(SSL* ssl);
 
  private:
