@@ -23,7 +23,8 @@ OtlpExporter::OtlpExporter(OtlpExporterOptions options) : options_(std::move(opt
   // bound does the rest.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10000);
-  rpc_->channel = grpc::CreateCustomChannel(options_.endpoint, grpc::InsecureChannelCredentials(), args);
+  rpc_->channel = options_.channel ? options_.channel(options_.endpoint, args)
+                                   : grpc::CreateCustomChannel(options_.endpoint, grpc::InsecureChannelCredentials(), args);
   rpc_->stub = collector::TraceService::NewStub(rpc_->channel);
   thread_ = std::thread([this] { Run(); });
 }

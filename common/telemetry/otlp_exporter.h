@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,10 +22,21 @@
 
 #include "common/telemetry/span_data.h"
 
+namespace grpc {
+class Channel;
+class ChannelArguments;
+}  // namespace grpc
+
 namespace unmask::telemetry {
+
+// Makes the exporter's channel to `endpoint` with `args` (the exporter's reconnect settings): how
+// a service sends its spans over TLS (services/common/server_runner.h, --otlp-tls-*).
+using OtlpChannelFactory =
+    std::function<std::shared_ptr<grpc::Channel>(const std::string& endpoint, const grpc::ChannelArguments& args)>;
 
 struct OtlpExporterOptions {
   std::string endpoint;                            // "host:port" of the OTLP/gRPC receiver
+  OtlpChannelFactory channel;                      // unset: a plaintext channel
   // Spans waiting; more are dropped (and counted). 8192 holds the spans of ~900 jobs ending at
   // once (9 spans a job); bench_tracing measures the loss (docs/benchmarks.md "tracing").
   std::size_t max_queue_spans = 8192;

@@ -32,7 +32,8 @@ Status ValidateTelemetryOptions(const TelemetryOptions& o) {
   if (o.service_name.empty()) return InvalidArgumentError("--service-name: must not be empty");
   if (!o.otlp_endpoint.empty()) {
     if (o.otlp_endpoint.rfind("https://", 0) == 0) {
-      return InvalidArgumentError("--otlp-endpoint: TLS is not supported; give host:port of a plaintext receiver");
+      return InvalidArgumentError("--otlp-endpoint: give host:port (" + o.otlp_endpoint +
+                                  "); TLS to the receiver is --otlp-tls, --otlp-tls-ca and the other --otlp-tls-* flags");
     }
     const std::string e = NormalizeOtlpEndpoint(o.otlp_endpoint);
     if (!ParseHostPort(e).ok()) {
@@ -57,12 +58,14 @@ StatusOr<std::unique_ptr<Telemetry>> Telemetry::Start(const TelemetryOptions& op
     eo.max_queue_spans = options.trace_queue_spans;
     eo.max_batch_spans = options.trace_batch_spans;
     eo.flush_interval = std::chrono::milliseconds(options.trace_flush_interval_ms);
+    eo.channel = options.otlp_channel;
     t->exporter_ = std::make_shared<OtlpExporter>(eo);
     t->metrics_->WatchExporter(t->exporter_);
   }
   t->tracer_ = std::make_unique<Tracer>(options.service_name, t->exporter_, options.trace_sample_ratio);
   Log(LogLevel::kInfo, {}, {}, "telemetry",
       {{"tracing", t->exporter_ ? std::string_view(t->exporter_->options().endpoint) : std::string_view("off")},
+       {"otlp", t->exporter_ ? std::string_view(options.otlp_security) : std::string_view("off")},
        {"sample_ratio", std::to_string(options.trace_sample_ratio)},
        {"queue_spans", std::to_string(options.trace_queue_spans)},
        {"batch_spans", std::to_string(options.trace_batch_spans)},

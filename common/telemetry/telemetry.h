@@ -31,6 +31,10 @@ struct TelemetryOptions {
   std::size_t trace_queue_spans = OtlpExporterOptions().max_queue_spans;
   std::size_t trace_batch_spans = OtlpExporterOptions().max_batch_spans;
   std::int64_t trace_flush_interval_ms = OtlpExporterOptions().flush_interval.count();
+  // The exporter's channel (unset: plaintext) and how it is secured, for the start-up log line
+  // ("plaintext", "TLS", "mutual TLS"): set by the services from --otlp-tls-*.
+  OtlpChannelFactory otlp_channel;
+  std::string otlp_security = "plaintext";
 };
 
 // Checks the options; the error names the flag.

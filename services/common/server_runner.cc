@@ -86,6 +86,29 @@ Status ReportStartFailure(const std::string& program, const Status& cause, std::
   return StartFailure(cause, std::move(message), exit_code);
 }
 
+StatusOr<std::unique_ptr<telemetry::Telemetry>> StartTelemetry(const std::string& program,
+                                                               telemetry::TelemetryOptions options,
+                                                               const tls::ClientTlsOptions& otlp_tls) {
+  auto material = tls::LoadClientTls(otlp_tls);
+  if (!material.ok()) return ReportStartFailure(program, material.status(), material.status().message(), 2);
+  if (*material) {
+    if (options.otlp_endpoint.empty()) {
+      const Status s = InvalidArgumentError(otlp_tls.flag_prefix + "*: given without --otlp-endpoint");
+      return ReportStartFailure(program, s, s.message(), 2);
+    }
+    options.otlp_security = (*material)->cert_chain.empty() ? "TLS" : "mutual TLS";
+    options.otlp_channel = [tls = **material](const std::string& endpoint, const grpc::ChannelArguments& args) {
+      return tls::CreateChannel(endpoint, tls, args);
+    };
+  }
+  auto started = telemetry::Telemetry::Start(options);
+  if (!started.ok()) {
+    const Status& s = started.status();
+    return ReportStartFailure(program, s, s.ToString(), s.code() == StatusCode::kInvalidArgument ? 2 : 1);
+  }
+  return std::move(*started);
+}
+
 int ExitCodeFor(const Status& start_failure) {
   if (start_failure.ok()) return 0;
   return start_failure.code() == StatusCode::kInvalidArgument ? 2 : 1;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/telemetry/telemetry.h"
 #include "common/util/status.h"
 #include "services/common/tls_options.h"
 
@@ -35,6 +36,14 @@ Status StartFailure(const Status& cause, std::string message, int exit_code);
 // Prints "<program>: <message>" to stderr, as the mains always did, and returns StartFailure.
 Status ReportStartFailure(const std::string& program, const Status& cause, std::string message, int exit_code);
 int ExitCodeFor(const Status& start_failure);
+
+// Telemetry::Start, its spans sent over TLS when `otlp_tls` asks for it (the --otlp-tls-* flags:
+// the receiver's CA, a client certificate for mutual TLS, the name its certificate carries, and
+// refresh_seconds as for the other peers). A bad flag or file is reported as ReportStartFailure
+// does (exit code 2), naming the flag.
+StatusOr<std::unique_ptr<telemetry::Telemetry>> StartTelemetry(const std::string& program,
+                                                               telemetry::TelemetryOptions options,
+                                                               const tls::ClientTlsOptions& otlp_tls);
 
 // Shutdown once, wait for it: what every service's server object shares.
 class ShutdownOnce {

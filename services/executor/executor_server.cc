@@ -139,11 +139,8 @@ StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const ExecutorSe
 }
 
 Status ExecutorServer::StartTelemetry() {
-  auto started = telemetry::Telemetry::Start(options_.telemetry);
-  if (!started.ok()) {
-    const Status& s = started.status();
-    return services::ReportStartFailure(kProgram, s, s.ToString(), s.code() == StatusCode::kInvalidArgument ? 2 : 1);
-  }
+  auto started = services::StartTelemetry(kProgram, options_.telemetry, options_.otlp_tls);
+  UNMASK_RETURN_IF_ERROR(started.status());
   telemetry_ = std::move(*started);
   return OkStatus();
 }

@@ -62,6 +62,7 @@ struct ExecutorServerOptions {
   tls::ServerTlsOptions tls;
   tls::ClientTlsOptions loader_tls;
   telemetry::TelemetryOptions telemetry = ExecutorTelemetryDefaults();
+  tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the spans to the OTLP receiver over TLS
 };
 
 class ExecutorServer {

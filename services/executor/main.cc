@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   unmask::tls::AddServerTlsFlags(app, &f.tls);
   unmask::tls::AddClientTlsFlags(app, &f.loader_tls, "loader", "the loader");
   unmask::telemetry::AddTelemetryOptions(app, &f.telemetry);
+  unmask::tls::AddClientTlsFlags(app, &f.otlp_tls, "otlp", "the OTLP trace receiver");
   CLI11_PARSE(app, argc, argv);
 
   auto server = unmask::executor::StartExecutorServer(f);  // says (or logs) itself what failed

@@ -51,11 +51,8 @@ StatusOr<std::optional<tls::ServerTlsMaterial>> CheckOptions(LoaderServerOptions
 StatusOr<std::unique_ptr<LoaderServer>> LoaderServer::Start(const LoaderServerOptions& options) {
   std::unique_ptr<LoaderServer> server(new LoaderServer(options));
   UNMASK_ASSIGN_OR_RETURN(const auto tls, CheckOptions(server->options_));
-  auto started = telemetry::Telemetry::Start(options.telemetry);
-  if (!started.ok()) {
-    const Status& s = started.status();
-    return services::ReportStartFailure(kProgram, s, s.ToString(), s.code() == StatusCode::kInvalidArgument ? 2 : 1);
-  }
+  auto started = services::StartTelemetry(kProgram, options.telemetry, options.otlp_tls);
+  UNMASK_RETURN_IF_ERROR(started.status());
   server->telemetry_ = std::move(*started);
   telemetry::Telemetry& tm = *server->telemetry_;
   if (tm.metrics_port() > 0) std::cout << "unmask-loader: metrics on port " << tm.metrics_port() << std::endl;

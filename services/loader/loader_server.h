@@ -41,6 +41,7 @@ struct LoaderServerOptions {
   bool keep_segments_on_exit = false;
   tls::ServerTlsOptions tls;
   telemetry::TelemetryOptions telemetry = LoaderTelemetryDefaults();
+  tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the spans to the OTLP receiver over TLS
 };
 
 class LoaderServer {

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   unmask::tls::AddServerTlsFlags(app, &o.tls);
   unmask::telemetry::AddTelemetryOptions(app, &o.telemetry);
+  unmask::tls::AddClientTlsFlags(app, &o.otlp_tls, "otlp", "the OTLP trace receiver");
   CLI11_PARSE(app, argc, argv);
 
   auto server = unmask::loader::StartLoaderServer(o);  // says itself what failed

@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
                     "--http-tls-* flag the HTTP API follows the --tls-* flags, plain HTTP without them)");
   tls::AddClientTlsFlags(app, &o.executor_tls, "executor", "the executors");
   telemetry::AddTelemetryOptions(app, &o.telemetry);
+  tls::AddClientTlsFlags(app, &o.otlp_tls, "otlp", "the OTLP trace receiver");
   CLI11_PARSE(app, argc, argv);
   if (const char* password = std::getenv("UNMASK_REDIS_PASSWORD")) o.redis_password = password;
 

@@ -93,11 +93,8 @@ StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::Start(const Schedule
 }
 
 Status SchedulerServer::StartTelemetry() {
-  auto started = telemetry::Telemetry::Start(options_.telemetry);
-  if (!started.ok()) {
-    const Status& s = started.status();
-    return services::ReportStartFailure(kProgram, s, s.ToString(), s.code() == StatusCode::kInvalidArgument ? 2 : 1);
-  }
+  auto started = services::StartTelemetry(kProgram, options_.telemetry, options_.otlp_tls);
+  UNMASK_RETURN_IF_ERROR(started.status());
   telemetry_ = std::move(*started);
   if (telemetry_->metrics_port() > 0)
     std::cout << "unmask-scheduler: metrics on port " << telemetry_->metrics_port() << std::endl;

@@ -70,6 +70,7 @@ struct SchedulerServerOptions {
   tls::ServerTlsOptions http_tls;  // none given: the HTTP API follows `tls`
   tls::ClientTlsOptions executor_tls;
   telemetry::TelemetryOptions telemetry = SchedulerTelemetryDefaults();
+  tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the spans to the OTLP receiver over TLS
 };
 
 class SchedulerServer {

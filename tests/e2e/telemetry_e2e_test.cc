@@ -38,7 +38,9 @@
 #include "tests/e2e/span_views.h"
 #include "tests/e2e/cli_json.h"
 #include "tests/e2e/stack.h"
+#include "services/common/grpc_tls.h"
 #include "tests/telemetry/test_collector.h"
+#include "tests/tls/test_pki.h"
 
 namespace unmask::testing {
 namespace {
@@ -248,6 +250,36 @@ const bool kTraceEnvironmentCleared = [] {
 }();
 
 // ---- tests --------------------------------------------------------------------------------
+
+// --otlp-tls-ca / -cert / -key: the three services send their spans to a receiver that serves
+// mutual TLS (as a collector behind cert-manager would), and every service's spans arrive.
+TEST(ServicesTelemetryTest, TheServicesSendTheirSpansOverMutualTls) {
+  unmask::testing::TestPki pki;
+  tls::ServerTlsOptions receiver;
+  receiver.cert_file = pki.server_cert();
+  receiver.key_file = pki.server_key();
+  receiver.ca_file = pki.ca();
+  receiver.require_client_cert = true;
+  auto material = tls::LoadServerTls(receiver);
+  ASSERT_TRUE(material.ok()) << material.status().ToString();
+  TestCollector collector(tls::ServerCredentials(*material));
+  Stack stack;
+  const std::vector<std::string> tracing = {"--otlp-endpoint", collector.endpoint(), "--otlp-tls-ca", pki.ca(),
+                                            "--otlp-tls-cert", pki.client_cert(), "--otlp-tls-key", pki.client_key()};
+  stack.StartLoader(tracing);
+  stack.StartExecutor(tracing);
+  const int s = stack.StartScheduler(tracing);
+  CliResult r = stack.Cli(s, "generate --model tiny-llada --prompt-ids 1,2,3 --gen-length 16 --block-length 8 --steps 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string job = JobIdOf(JsonLines(r.out));
+  auto spans = WaitForSpans(collector, [&](const std::vector<SpanView>& all) {
+    return !Find(all, "unmask-loader", "LoadModel").empty() && !Find(all, "unmask-executor", "Run", "job.id", job).empty() &&
+           !Find(all, "unmask-scheduler", "Generate", "job.id", job).empty();
+  });
+  EXPECT_FALSE(Find(spans, "unmask-loader", "LoadModel").empty()) << Describe(spans);
+  EXPECT_EQ(Find(spans, "unmask-executor", "Run", "job.id", job).size(), 1u) << Describe(spans);
+  EXPECT_EQ(Find(spans, "unmask-scheduler", "Generate", "job.id", job).size(), 1u) << Describe(spans);
+}
 
 TEST(ServicesTelemetryTest, OneGenerateIsOneTraceFromTheCliThroughTheExecutorsBlocks) {
   TestCollector collector;

@@ -10,10 +10,10 @@
 
 namespace unmask::telemetry::testing {
 
-TestCollector::TestCollector() {
+TestCollector::TestCollector(std::shared_ptr<grpc::ServerCredentials> credentials) {
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort("127.0.0.1:0", std::move(credentials), &port);
   builder.RegisterService(this);
   server_ = builder.BuildAndStart();
   if (!server_ || port == 0) throw std::runtime_error("test collector: cannot listen");

@@ -26,8 +26,8 @@ struct ReceivedSpan {
 
 class TestCollector final : public otlp::collector::trace::v1::TraceService::Service {
  public:
-  // Starts listening; endpoint() is "127.0.0.1:<port>".
-  TestCollector();
+  // Starts listening; endpoint() is "127.0.0.1:<port>". `credentials`: TLS (default plaintext).
+  explicit TestCollector(std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials());
   ~TestCollector() override;
 
   const std::string& endpoint() const { return endpoint_; }
