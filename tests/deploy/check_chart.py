@@ -278,6 +278,92 @@ def tls():
     render_fails(["--set", "tls.enabled=true"], "tls.secretName is required when tls.enabled")
 
 
+OTLP_TLS_FILES = {"otlp-tls-ca": "/etc/unmask-otlp-tls/ca.crt", "otlp-tls-cert": "/etc/unmask-otlp-tls/tls.crt",
+                  "otlp-tls-key": "/etc/unmask-otlp-tls/tls.key"}
+OTLP = ["--set", "jaeger.enabled=false", "--set", "tracing.otlpEndpoint=otel.obs:4317"]
+
+
+def services(docs):
+    """(workload, container) of the scheduler, the loader and every executor."""
+    sts = one(docs, "StatefulSet", "worker")
+    dep = one(docs, "Deployment", "scheduler")
+    return [(dep, container(dep, "scheduler"))] + [(sts, c) for c in containers(sts)]
+
+
+def check_no_otlp_tls(docs, why):
+    for o in objs(docs):
+        if o["kind"] in ("Deployment", "StatefulSet", "Pod"):
+            check(not any(v["name"] == "otlp-tls" for v in pod_spec(o).get("volumes", []) or []),
+                  "%s has the otlp-tls volume %s" % (o["metadata"]["name"], why))
+            for c in containers(o, init=True):
+                check(not any(a.startswith("--otlp-tls") for a in c.get("args", []) or []),
+                      "%s has --otlp-tls flags %s" % (c["name"], why))
+
+
+def check_otlp_tls_mount(o, c, secret, items):
+    vols = {v["name"]: v for v in pod_spec(o)["volumes"]}
+    mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+    m = mounts.get("/etc/unmask-otlp-tls")
+    check(m and m.get("readOnly") is True, "%s must mount the tracing TLS Secret read-only: %s" % (c["name"], mounts))
+    check(vols[m["name"]]["secret"]["secretName"] == secret, "%s mounts %s, want the Secret %s" % (c["name"], vols[m["name"]], secret))
+    got = sorted(i["path"] for i in vols[m["name"]]["secret"]["items"])
+    check(got == items, "tracing TLS items %s, want %s" % (got, items))
+
+
+@case
+def tracing_tls():
+    # Off by default, and without an endpoint (tracing off) even when asked for.
+    check_no_otlp_tls(render()[0], "by default")
+    check_no_otlp_tls(render("--set", "tracing.enabled=false", "--set", "tracing.tls.enabled=true",
+                             "--set", "tracing.tls.secretName=otel-client")[0], "with tracing off")
+    # A collector of one's own over mutual TLS, next to the services' own TLS.
+    docs, _ = render(*OTLP, "--set", "tracing.tls.enabled=true", "--set", "tracing.tls.secretName=otel-client",
+                     "--set", "tracing.tls.clientCertificate=true", "--set", "tracing.tls.serverName=otel.obs",
+                     "--set", "worker.executorsPerGpu=2", "--set", "tls.enabled=true", "--set", "tls.secretName=my-tls")
+    svcs = services(docs)
+    check(len(svcs) == 4, "scheduler, loader and two executors: %s" % [c["name"] for _, c in svcs])
+    for o, c in svcs:
+        for f, path in OTLP_TLS_FILES.items():
+            check(flag1(docs, c, f) == path, "%s --%s=%s, want %s" % (c["name"], f, flag1(docs, c, f), path))
+        check(flag1(docs, c, "otlp-tls-server-name") == "otel.obs", "%s --otlp-tls-server-name" % c["name"])
+        check(flag1(docs, c, "otlp-tls-refresh-seconds") == "60", "%s re-reads its OTLP TLS files every 60 s" % c["name"])
+        i = c["args"].index("--otlp-endpoint=$(UNMASK_OTLP_ENDPOINT)")
+        check(c["args"][i + 1].startswith("--otlp-tls-"), "%s: the OTLP TLS flags follow --otlp-endpoint: %s" % (c["name"], c["args"]))
+        check_otlp_tls_mount(o, c, "otel-client", ["ca.crt", "tls.crt", "tls.key"])
+        check_tls_mount(docs, o, c, "my-tls")
+    test_pod = objs(docs, "Pod")[0]
+    check(not any(v["name"] == "otlp-tls" for v in pod_spec(test_pod)["volumes"]), "helm test exports no spans")
+    # Only the CA, read once, the endpoint's host as the name.
+    docs, _ = render(*OTLP, "--set", "tracing.tls.enabled=true", "--set", "tracing.tls.secretName=otel-ca",
+                     "--set", "tracing.tls.refreshSeconds=0")
+    for o, c in services(docs):
+        check(flag1(docs, c, "otlp-tls-ca") == OTLP_TLS_FILES["otlp-tls-ca"], "%s --otlp-tls-ca" % c["name"])
+        for f in ("otlp-tls-cert", "otlp-tls-key", "otlp-tls-server-name", "otlp-tls-refresh-seconds"):
+            check(not flag(docs, c, f), "%s: no --%s" % (c["name"], f))
+        check_otlp_tls_mount(o, c, "otel-ca", ["ca.crt"])
+    # tracing.tls.enabled=false: the other tracing.tls values change nothing.
+    check_no_otlp_tls(render(*OTLP, "--set", "tracing.tls.secretName=otel-client",
+                             "--set", "tracing.tls.clientCertificate=true")[0], "with tracing.tls.enabled=false")
+
+
+@case
+def tracing_tls_system_roots():
+    docs, _ = render(*OTLP, "--set", "tracing.tls.enabled=true")
+    for o, c in services(docs):
+        got = [a for a in c["args"] if a.startswith("--otlp-tls")]
+        check(got == ["--otlp-tls"], "%s: just --otlp-tls with the system's roots, got %s" % (c["name"], got))
+        i = c["args"].index("--otlp-endpoint=$(UNMASK_OTLP_ENDPOINT)")
+        check(c["args"][i + 1] == "--otlp-tls", "%s: --otlp-tls follows --otlp-endpoint" % c["name"])
+        check(not any(m["name"] == "otlp-tls" for m in c.get("volumeMounts", [])), "%s: no tracing TLS mount" % c["name"])
+    for o in objs(docs):
+        if o["kind"] in ("Deployment", "StatefulSet", "Pod"):
+            check(not any(v["name"] == "otlp-tls" for v in pod_spec(o).get("volumes", []) or []),
+                  "%s: no tracing TLS volume without a Secret" % o["metadata"]["name"])
+    docs, _ = render(*OTLP, "--set", "tracing.tls.enabled=true", "--set", "tracing.tls.serverName=otel.internal")
+    for _, c in services(docs):
+        check(flag1(docs, c, "otlp-tls-server-name") == "otel.internal", "%s --otlp-tls-server-name" % c["name"])
+
+
 @case
 def values_file():
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
@@ -411,6 +497,19 @@ def readme():
 def fail_external_redis_without_address():
     render_fails(["--set", "redis.mode=external"],
                  "redis.external.address is required when redis.mode=external")
+
+
+@case
+def fail_tracing_tls_to_bundled_jaeger():
+    render_fails(["--set", "tracing.tls.enabled=true"], "tracing.tls.enabled needs tracing.otlpEndpoint")
+    render_fails(["--set", "tracing.tls.enabled=true", "--set", "tracing.tls.secretName=otel-ca"],
+                 "tracing.tls.enabled needs tracing.otlpEndpoint")
+
+
+@case
+def fail_tracing_tls_client_cert_without_secret():
+    render_fails(OTLP + ["--set", "tracing.tls.enabled=true", "--set", "tracing.tls.clientCertificate=true"],
+                 "tracing.tls.secretName is required with tracing.tls.clientCertificate")
 
 
 @case

@@ -238,9 +238,79 @@ securityContext:
 {{- end -}}
 {{- end -}}
 
+{{/* Tracing TLS ------------------------------------------------------------------------------- */}}
+
+{{/* "true" when the services export spans over TLS: tracing.tls.enabled and an endpoint is passed. */}}
+{{- define "unmask.otlpTls" -}}
+{{- if and .Values.tracing.tls.enabled (include "unmask.otlpEndpoint" .) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the tracing TLS Secret is mounted in the service containers. */}}
+{{- define "unmask.otlpTlsMounted" -}}
+{{- if and (include "unmask.otlpTls" .) .Values.tracing.tls.secretName -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The services' flags toward the collector (the list items), empty without unmask.otlpTls.
+       Without a Secret: the system's roots (--otlp-tls; the other flags imply it). */}}
+{{- define "unmask.otlpTlsArgs" -}}
+{{- if include "unmask.otlpTls" . -}}
+{{- $t := .Values.tracing.tls -}}
+{{- $d := $t.mountPath -}}
+{{- if $t.secretName -}}
+- --otlp-tls-ca={{ $d }}/ca.crt
+{{- if $t.clientCertificate }}
+- --otlp-tls-cert={{ $d }}/tls.crt
+- --otlp-tls-key={{ $d }}/tls.key
+{{- end }}
+{{- else -}}
+- --otlp-tls
+{{- end }}
+{{- with $t.serverName }}
+- --otlp-tls-server-name={{ . }}
+{{- end }}
+{{- if and $t.secretName (gt (int $t.refreshSeconds) 0) }}
+- --otlp-tls-refresh-seconds={{ $t.refreshSeconds }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The volumeMount (a list item) of the tracing TLS Secret, empty unless unmask.otlpTlsMounted. */}}
+{{- define "unmask.otlpTlsVolumeMount" -}}
+{{- if include "unmask.otlpTlsMounted" . -}}
+- name: otlp-tls
+  mountPath: {{ .Values.tracing.tls.mountPath }}
+  readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* The volume (a list item) of the tracing TLS Secret, empty unless unmask.otlpTlsMounted. */}}
+{{- define "unmask.otlpTlsVolume" -}}
+{{- if include "unmask.otlpTlsMounted" . -}}
+- name: otlp-tls
+  secret:
+    secretName: {{ .Values.tracing.tls.secretName }}
+    items:
+      - key: ca.crt
+        path: ca.crt
+      {{- if .Values.tracing.tls.clientCertificate }}
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+      {{- end }}
+{{- end -}}
+{{- end -}}
+
 {{/* The settings every service reads from the ConfigMap (expanded in args as $(NAME)). */}}
 {{- define "unmask.commonArgs" -}}
 - --otlp-endpoint=$(UNMASK_OTLP_ENDPOINT)
+{{- with include "unmask.otlpTlsArgs" . }}
+{{ . }}
+{{- end }}
 - --trace-sample-ratio=$(UNMASK_TRACE_SAMPLE_RATIO)
 - --trace-queue-spans=$(UNMASK_TRACE_QUEUE_SPANS)
 - --trace-batch-spans=$(UNMASK_TRACE_BATCH_SPANS)
@@ -269,6 +339,14 @@ securityContext:
 {{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- $_ = required "tls.secretName is required when tls.enabled (a Secret with tls.crt, tls.key and ca.crt, e.g. from cert-manager)" .Values.tls.secretName -}}
+{{- end -}}
+{{- if .Values.tracing.tls.enabled -}}
+{{- if and .Values.tracing.enabled (not .Values.tracing.otlpEndpoint) .Values.jaeger.enabled -}}
+{{- fail "tracing.tls.enabled needs tracing.otlpEndpoint: the bundled Jaeger (jaeger.enabled) receives OTLP in plaintext; set tracing.otlpEndpoint to a collector that serves TLS, or tracing.tls.enabled=false" -}}
+{{- end -}}
+{{- if and .Values.tracing.tls.clientCertificate (not .Values.tracing.tls.secretName) -}}
+{{- fail "tracing.tls.secretName is required with tracing.tls.clientCertificate (a Secret with ca.crt, tls.crt and tls.key)" -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.scheduler.apiKeys.enabled .Values.scheduler.apiKeys.existingSecret -}}
 {{- $_ = required "scheduler.apiKeys.secretKey is required with scheduler.apiKeys.existingSecret" .Values.scheduler.apiKeys.secretKey -}}
