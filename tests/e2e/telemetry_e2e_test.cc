@@ -251,8 +251,8 @@ const bool kTraceEnvironmentCleared = [] {
 
 // ---- tests --------------------------------------------------------------------------------
 
-// --otlp-tls-ca / -cert / -key: the three services send their spans to a receiver that serves
-// mutual TLS (as a collector behind cert-manager would), and every service's spans arrive.
+// --otlp-tls-ca / -cert / -key: the three services and the CLI send their spans to a receiver
+// that serves mutual TLS (as a collector behind cert-manager would), and everyone's spans arrive.
 TEST(ServicesTelemetryTest, TheServicesSendTheirSpansOverMutualTls) {
   unmask::testing::TestPki pki;
   tls::ServerTlsOptions receiver;
@@ -269,13 +269,22 @@ TEST(ServicesTelemetryTest, TheServicesSendTheirSpansOverMutualTls) {
   stack.StartLoader(tracing);
   stack.StartExecutor(tracing);
   const int s = stack.StartScheduler(tracing);
-  CliResult r = stack.Cli(s, "generate --model tiny-llada --prompt-ids 1,2,3 --gen-length 16 --block-length 8 --steps 16 --json");
+  std::string cli_tls;
+  for (std::size_t i = 2; i < tracing.size(); ++i) cli_tls += " " + tracing[i];
+  CliResult r = stack.Cli(s, "--otlp-endpoint " + collector.endpoint() + cli_tls +
+                                 " generate --model tiny-llada --prompt-ids 1,2,3 --gen-length 16 --block-length 8 --steps 16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string job = JobIdOf(JsonLines(r.out));
   auto spans = WaitForSpans(collector, [&](const std::vector<SpanView>& all) {
     return !Find(all, "unmask-loader", "LoadModel").empty() && !Find(all, "unmask-executor", "Run", "job.id", job).empty() &&
-           !Find(all, "unmask-scheduler", "Generate", "job.id", job).empty();
+           !Find(all, "unmask-scheduler", "Generate", "job.id", job).empty() &&
+           !Find(all, "unmask-cli", "unmask.v1.Scheduler/Generate", "job.id", job).empty();
   });
+  EXPECT_EQ(Find(spans, "unmask-cli", "unmask.v1.Scheduler/Generate", "job.id", job).size(), 1u) << Describe(spans);
+  // A CA file that does not exist: the CLI refuses the flag (exit 2) instead of tracing in the clear.
+  r = stack.Cli(s, "--otlp-endpoint " + collector.endpoint() + " --otlp-tls-ca /no/such/ca.crt models");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--otlp-tls-ca /no/such/ca.crt"));
   EXPECT_FALSE(Find(spans, "unmask-loader", "LoadModel").empty()) << Describe(spans);
   EXPECT_EQ(Find(spans, "unmask-executor", "Run", "job.id", job).size(), 1u) << Describe(spans);
   EXPECT_EQ(Find(spans, "unmask-scheduler", "Generate", "job.id", job).size(), 1u) << Describe(spans);

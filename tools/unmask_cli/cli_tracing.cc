@@ -7,6 +7,8 @@
 #include "common/telemetry/log.h"
 #include "common/telemetry/telemetry.h"
 #include "common/telemetry/trace_context.h"
+#include "services/common/grpc_tls.h"
+#include "services/common/tls_flags.h"
 
 namespace unmask::cli {
 namespace {
@@ -50,6 +52,7 @@ void AddTraceOptions(CLI::App& app, TraceFlags& f) {
                  "Continue this W3C trace (00-<trace id>-<span id>-<flags>); default $TRACEPARENT")
       ->check([](const std::string& v) { return TraceparentError(v); })
       ->group("Tracing");
+  tls::AddClientTlsFlags(app, &f.otlp_tls, "otlp", "the OTLP trace receiver");
 }
 
 TraceFlags WithTraceEnvironment(TraceFlags f) {
@@ -98,6 +101,16 @@ void CliTracing::Start() {
     eo.endpoint = telemetry::NormalizeOtlpEndpoint(f.otlp_endpoint);
     // A CLI call is short: the spans go out at exit (Shutdown), not on a timer.
     eo.export_timeout = kFlushTimeout;
+    auto material = tls::LoadClientTls(f.otlp_tls);
+    if (!material.ok()) {
+      std::cerr << "unmask: " << material.status().message() << "\n";
+      throw CLI::RuntimeError(2);
+    }
+    if (*material) {
+      eo.channel = [tls = **material](const std::string& endpoint, const grpc::ChannelArguments& args) {
+        return tls::CreateChannel(endpoint, tls, args);
+      };
+    }
     exporter_ = std::make_shared<telemetry::OtlpExporter>(eo);
   }
   // No exporter: a tracer that records nothing but passes --traceparent on unchanged.

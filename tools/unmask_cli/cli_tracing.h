@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "common/telemetry/otlp_exporter.h"
+#include "services/common/tls_options.h"
 #include "common/telemetry/span.h"
 #include "common/telemetry/tracer.h"
 
@@ -31,6 +32,7 @@ struct TraceFlags {
   std::string otlp_endpoint;  // empty: tracing off
   double sample_ratio = 1.0;
   std::string traceparent;    // the caller's context; empty: a new trace
+  tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the export over TLS, as the services'
 };
 
 // Registers the flags on `app` (group "Tracing").
