@@ -9,11 +9,16 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -228,15 +233,6 @@ bool SplitListen(const std::string& listen, std::string* host, std::string* port
   return true;
 }
 
-void WriteAll(int fd, const std::string& data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
 
 std::string Response(int code, const char* reason, const std::string& content_type, const std::string& body,
                      bool head = false) {
@@ -248,7 +244,34 @@ std::string Response(int code, const char* reason, const std::string& content_ty
 
 }  // namespace
 
-StatusOr<std::unique_ptr<MetricsExposer>> MetricsExposer::Start(const std::string& listen) {
+// An accepted socket, read and written in the clear or through its TLS session.
+struct MetricsExposer::Connection {
+  int fd = -1;
+  SSL* ssl = nullptr;
+
+  ssize_t Read(char* buf, std::size_t size) {
+    if (ssl == nullptr) return ::recv(fd, buf, size, 0);
+    const int n = SSL_read(ssl, buf, static_cast<int>(size));
+    return n > 0 ? n : -1;
+  }
+  void WriteAll(const std::string& data) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n;
+      if (ssl != nullptr) {
+        const int w = SSL_write(ssl, data.data() + done, static_cast<int>(data.size() - done));
+        n = w > 0 ? w : -1;
+      } else {
+        n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+      }
+      if (n <= 0) return;
+      done += static_cast<std::size_t>(n);
+    }
+  }
+};
+
+StatusOr<std::unique_ptr<MetricsExposer>> MetricsExposer::Start(const std::string& listen, std::shared_ptr<SSL_CTX> tls) {
   if (listen.empty()) return InvalidArgumentError("metrics listen address: empty");
   std::string host, port;
   if (!SplitListen(listen, &host, &port)) {
@@ -264,6 +287,7 @@ StatusOr<std::unique_ptr<MetricsExposer>> MetricsExposer::Start(const std::strin
     return UnavailableError("metrics: cannot listen on " + listen + ": " + ::gai_strerror(gai));
   }
   std::unique_ptr<MetricsExposer> out(new MetricsExposer());
+  out->tls_ = std::move(tls);
   std::string error = "no address";
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
     const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -314,6 +338,14 @@ MetricsExposer::~MetricsExposer() {
 }
 
 void MetricsExposer::Serve() {
+  // OpenSSL writes with write(2), which raises SIGPIPE when a client has gone (a refused
+  // handshake's alert, a scraper that hung up): blocked on this thread, the write fails with EPIPE
+  // instead of the signal killing the service, and the pending signal is taken after each
+  // connection.
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
   while (true) {
     pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
     const int n = ::poll(fds, 2, -1);
@@ -325,26 +357,41 @@ void MetricsExposer::Serve() {
     if ((fds[0].revents & POLLIN) == 0) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    Answer(fd);
+    // Every read and write, the handshake included, under a deadline: a silent client cannot
+    // hold the endpoint for long.
+    timeval tv{kIoTimeoutSeconds, 0};
+    (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    Connection c{fd, nullptr};
+    if (tls_) {
+      c.ssl = SSL_new(tls_.get());
+      if (c.ssl != nullptr && SSL_set_fd(c.ssl, fd) == 1 && SSL_accept(c.ssl) == 1) {
+        Answer(c);
+        SSL_shutdown(c.ssl);
+      }
+      ERR_clear_error();  // a failed handshake is the client's: nothing to keep
+      SSL_free(c.ssl);
+      const timespec now{0, 0};
+      while (sigtimedwait(&pipe_signal, nullptr, &now) > 0) {
+      }
+    } else {
+      Answer(c);
+    }
     ::close(fd);
   }
 }
 
-void MetricsExposer::Answer(int fd) {
-  // One request per connection, read with a deadline so that a silent client cannot hold the
-  // endpoint for long.
-  timeval tv{kIoTimeoutSeconds, 0};
-  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+void MetricsExposer::Answer(Connection& c) {
+  // One request per connection (the socket has its deadline, Serve).
   std::string request;
   char buf[2048];
   while (request.find("\r\n\r\n") == std::string::npos && request.find("\n\n") == std::string::npos) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = c.Read(buf, sizeof(buf));
+    if (n < 0 && errno == EINTR && c.ssl == nullptr) continue;
     if (n <= 0) break;
     request.append(buf, static_cast<std::size_t>(n));
     if (request.size() > kMaxRequestBytes) {
-      WriteAll(fd, Response(431, "Request Header Fields Too Large", "text/plain", "request too large\n"));
+      c.WriteAll(Response(431, "Request Header Fields Too Large", "text/plain", "request too large\n"));
       return;
     }
   }
@@ -354,21 +401,21 @@ void MetricsExposer::Answer(int fd) {
   const auto sp1 = line.find(' ');
   const auto sp2 = sp1 == std::string::npos ? std::string::npos : line.find(' ', sp1 + 1);
   if (sp1 == std::string::npos || sp2 == std::string::npos) {
-    if (!line.empty()) WriteAll(fd, Response(400, "Bad Request", "text/plain", "bad request\n"));
+    if (!line.empty()) c.WriteAll(Response(400, "Bad Request", "text/plain", "bad request\n"));
     return;
   }
   const std::string method = line.substr(0, sp1);
   std::string path = line.substr(sp1 + 1, sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));
   if (path != "/metrics") {
-    WriteAll(fd, Response(404, "Not Found", "text/plain", "not found; the metrics are at /metrics\n"));
+    c.WriteAll(Response(404, "Not Found", "text/plain", "not found; the metrics are at /metrics\n"));
     return;
   }
   if (method != "GET" && method != "HEAD") {
-    WriteAll(fd, Response(405, "Method Not Allowed", "text/plain", "GET /metrics\n"));
+    c.WriteAll(Response(405, "Method Not Allowed", "text/plain", "GET /metrics\n"));
     return;
   }
-  WriteAll(fd, Response(200, "OK", "text/plain; version=0.0.4; charset=utf-8", Scrape(), method == "HEAD"));
+  c.WriteAll(Response(200, "OK", "text/plain; version=0.0.4; charset=utf-8", Scrape(), method == "HEAD"));
 }
 
 std::string MetricsExposer::Scrape() {

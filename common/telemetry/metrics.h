@@ -46,6 +46,8 @@ template <typename T>
 class Family;
 }  // namespace prometheus
 
+typedef struct ssl_ctx_st SSL_CTX;  // OpenSSL's, as <openssl/types.h> declares it
+
 namespace unmask::telemetry {
 
 class OtlpExporter;
@@ -119,7 +121,11 @@ class MetricsExposer {
  public:
   // `listen` is "host:port" ("0.0.0.0:9091", "127.0.0.1:0", "[::]:9091", "localhost:9091") or a
   // bare port; port 0 picks a free one (see port()). Fails with UNAVAILABLE when it cannot listen.
-  static StatusOr<std::unique_ptr<MetricsExposer>> Start(const std::string& listen);
+  // `tls`: serve HTTPS with this server context (the services make it from --metrics-tls-*,
+  // services/common/ssl_context.h); null: plain HTTP. A client whose handshake fails (no
+  // certificate under mutual TLS, plain HTTP) is dropped and the endpoint goes on.
+  static StatusOr<std::unique_ptr<MetricsExposer>> Start(const std::string& listen,
+                                                         std::shared_ptr<SSL_CTX> tls = nullptr);
 
   // Stops serving (wakes the thread through a pipe; returns in milliseconds).
   ~MetricsExposer();
@@ -131,13 +137,15 @@ class MetricsExposer {
 
  private:
   MetricsExposer() = default;
+  struct Connection;  // a socket, with its TLS session when serving HTTPS
   void Serve();
-  void Answer(int fd);
+  void Answer(Connection& c);
   std::string Scrape();
 
   int listen_fd_ = -1;
   int wake_fds_[2] = {-1, -1};  // the destructor writes to [1]; the thread polls [0]
   int port_ = 0;
+  std::shared_ptr<SSL_CTX> tls_;
   std::thread thread_;
   std::mutex mu_;
   std::vector<std::weak_ptr<prometheus::Collectable>> collectables_;

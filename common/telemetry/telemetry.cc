@@ -49,7 +49,7 @@ StatusOr<std::unique_ptr<Telemetry>> Telemetry::Start(const TelemetryOptions& op
   SetLogServiceName(options.service_name);
   t->metrics_ = std::make_unique<ServiceMetrics>();
   if (!options.metrics_listen.empty()) {
-    UNMASK_ASSIGN_OR_RETURN(t->exposer_, MetricsExposer::Start(options.metrics_listen));
+    UNMASK_ASSIGN_OR_RETURN(t->exposer_, MetricsExposer::Start(options.metrics_listen, options.metrics_tls));
     t->exposer_->Register(*t->metrics_);
   }
   if (!options.otlp_endpoint.empty()) {
@@ -69,7 +69,8 @@ StatusOr<std::unique_ptr<Telemetry>> Telemetry::Start(const TelemetryOptions& op
        {"sample_ratio", std::to_string(options.trace_sample_ratio)},
        {"queue_spans", std::to_string(options.trace_queue_spans)},
        {"batch_spans", std::to_string(options.trace_batch_spans)},
-       {"metrics_port", t->exposer_ ? std::to_string(t->exposer_->port()) : std::string("off")}});
+       {"metrics_port", t->exposer_ ? std::to_string(t->exposer_->port()) : std::string("off")},
+       {"metrics", t->exposer_ ? std::string_view(options.metrics_security) : std::string_view("off")}});
   return t;
 }
 

@@ -35,6 +35,10 @@ struct TelemetryOptions {
   // ("plaintext", "TLS", "mutual TLS"): set by the services from --otlp-tls-*.
   OtlpChannelFactory otlp_channel;
   std::string otlp_security = "plaintext";
+  // /metrics over HTTPS with this server context (null: plain HTTP) and how it is secured, for
+  // the start-up log line: set by the services from --metrics-tls-*.
+  std::shared_ptr<SSL_CTX> metrics_tls;
+  std::string metrics_security = "plaintext";
 };
 
 // Checks the options; the error names the flag.

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "services/common/grpc_tls.h"
+#include "services/common/ssl_context.h"
 
 namespace unmask::services {
 
@@ -88,7 +89,20 @@ Status ReportStartFailure(const std::string& program, const Status& cause, std::
 
 StatusOr<std::unique_ptr<telemetry::Telemetry>> StartTelemetry(const std::string& program,
                                                                telemetry::TelemetryOptions options,
-                                                               const tls::ClientTlsOptions& otlp_tls) {
+                                                               const tls::ClientTlsOptions& otlp_tls,
+                                                               const tls::ServerTlsOptions& metrics_tls) {
+  auto metrics = tls::LoadServerTls(metrics_tls);
+  if (!metrics.ok()) return ReportStartFailure(program, metrics.status(), metrics.status().message(), 2);
+  if (*metrics) {
+    if (options.metrics_listen.empty()) {
+      const Status s = InvalidArgumentError(metrics_tls.flag_prefix + "*: given with an empty --metrics-listen");
+      return ReportStartFailure(program, s, s.message(), 2);
+    }
+    auto ctx = tls::NewServerSslContext(**metrics, program + ": /metrics");
+    if (!ctx.ok()) return ReportStartFailure(program, ctx.status(), ctx.status().message(), 2);
+    options.metrics_tls = *ctx;
+    options.metrics_security = (*metrics)->require_client_cert ? "mutual TLS" : "TLS";
+  }
   auto material = tls::LoadClientTls(otlp_tls);
   if (!material.ok()) return ReportStartFailure(program, material.status(), material.status().message(), 2);
   if (*material) {

@@ -39,11 +39,14 @@ int ExitCodeFor(const Status& start_failure);
 
 // Telemetry::Start, its spans sent over TLS when `otlp_tls` asks for it (the --otlp-tls-* flags:
 // the receiver's CA, a client certificate for mutual TLS, the name its certificate carries, and
-// refresh_seconds as for the other peers). A bad flag or file is reported as ReportStartFailure
-// does (exit code 2), naming the flag.
+// refresh_seconds as for the other peers) and /metrics served over HTTPS when `metrics_tls`
+// does (--metrics-tls-cert / -key / -ca / -require-client-cert / -refresh-seconds, as a gRPC
+// listener's). A bad flag or file is reported as ReportStartFailure does (exit code 2), naming
+// the flag.
 StatusOr<std::unique_ptr<telemetry::Telemetry>> StartTelemetry(const std::string& program,
                                                                telemetry::TelemetryOptions options,
-                                                               const tls::ClientTlsOptions& otlp_tls);
+                                                               const tls::ClientTlsOptions& otlp_tls,
+                                                               const tls::ServerTlsOptions& metrics_tls = {});
 
 // Shutdown once, wait for it: what every service's server object shares.
 class ShutdownOnce {

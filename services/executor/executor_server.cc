@@ -139,7 +139,7 @@ StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const ExecutorSe
 }
 
 Status ExecutorServer::StartTelemetry() {
-  auto started = services::StartTelemetry(kProgram, options_.telemetry, options_.otlp_tls);
+  auto started = services::StartTelemetry(kProgram, options_.telemetry, options_.otlp_tls, options_.metrics_tls);
   UNMASK_RETURN_IF_ERROR(started.status());
   telemetry_ = std::move(*started);
   return OkStatus();

@@ -63,6 +63,7 @@ struct ExecutorServerOptions {
   tls::ClientTlsOptions loader_tls;
   telemetry::TelemetryOptions telemetry = ExecutorTelemetryDefaults();
   tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the spans to the OTLP receiver over TLS
+  tls::ServerTlsOptions metrics_tls;  // --metrics-tls-*: /metrics over HTTPS
 };
 
 class ExecutorServer {

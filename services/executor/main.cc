@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   unmask::tls::AddClientTlsFlags(app, &f.loader_tls, "loader", "the loader");
   unmask::telemetry::AddTelemetryOptions(app, &f.telemetry);
   unmask::tls::AddClientTlsFlags(app, &f.otlp_tls, "otlp", "the OTLP trace receiver");
+  unmask::tls::AddServerTlsFlags(app, &f.metrics_tls, "metrics-", "the /metrics endpoint");
   CLI11_PARSE(app, argc, argv);
 
   auto server = unmask::executor::StartExecutorServer(f);  // says (or logs) itself what failed

@@ -51,7 +51,7 @@ StatusOr<std::optional<tls::ServerTlsMaterial>> CheckOptions(LoaderServerOptions
 StatusOr<std::unique_ptr<LoaderServer>> LoaderServer::Start(const LoaderServerOptions& options) {
   std::unique_ptr<LoaderServer> server(new LoaderServer(options));
   UNMASK_ASSIGN_OR_RETURN(const auto tls, CheckOptions(server->options_));
-  auto started = services::StartTelemetry(kProgram, options.telemetry, options.otlp_tls);
+  auto started = services::StartTelemetry(kProgram, options.telemetry, options.otlp_tls, options.metrics_tls);
   UNMASK_RETURN_IF_ERROR(started.status());
   server->telemetry_ = std::move(*started);
   telemetry::Telemetry& tm = *server->telemetry_;

@@ -42,6 +42,7 @@ struct LoaderServerOptions {
   tls::ServerTlsOptions tls;
   telemetry::TelemetryOptions telemetry = LoaderTelemetryDefaults();
   tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the spans to the OTLP receiver over TLS
+  tls::ServerTlsOptions metrics_tls;  // --metrics-tls-*: /metrics over HTTPS
 };
 
 class LoaderServer {

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   unmask::tls::AddServerTlsFlags(app, &o.tls);
   unmask::telemetry::AddTelemetryOptions(app, &o.telemetry);
   unmask::tls::AddClientTlsFlags(app, &o.otlp_tls, "otlp", "the OTLP trace receiver");
+  unmask::tls::AddServerTlsFlags(app, &o.metrics_tls, "metrics-", "the /metrics endpoint");
   CLI11_PARSE(app, argc, argv);
 
   auto server = unmask::loader::StartLoaderServer(o);  // says itself what failed

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   tls::AddClientTlsFlags(app, &o.executor_tls, "executor", "the executors");
   telemetry::AddTelemetryOptions(app, &o.telemetry);
   tls::AddClientTlsFlags(app, &o.otlp_tls, "otlp", "the OTLP trace receiver");
+  tls::AddServerTlsFlags(app, &o.metrics_tls, "metrics-", "the /metrics endpoint");
   CLI11_PARSE(app, argc, argv);
   if (const char* password = std::getenv("UNMASK_REDIS_PASSWORD")) o.redis_password = password;
 

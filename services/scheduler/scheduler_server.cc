@@ -93,7 +93,7 @@ StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::Start(const Schedule
 }
 
 Status SchedulerServer::StartTelemetry() {
-  auto started = services::StartTelemetry(kProgram, options_.telemetry, options_.otlp_tls);
+  auto started = services::StartTelemetry(kProgram, options_.telemetry, options_.otlp_tls, options_.metrics_tls);
   UNMASK_RETURN_IF_ERROR(started.status());
   telemetry_ = std::move(*started);
   if (telemetry_->metrics_port() > 0)

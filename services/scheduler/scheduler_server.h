@@ -71,6 +71,7 @@ struct SchedulerServerOptions {
   tls::ClientTlsOptions executor_tls;
   telemetry::TelemetryOptions telemetry = SchedulerTelemetryDefaults();
   tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the spans to the OTLP receiver over TLS
+  tls::ServerTlsOptions metrics_tls;  // --metrics-tls-*: /metrics over HTTPS
 };
 
 class SchedulerServer {

@@ -5,7 +5,7 @@
 #include "services/scheduler/http/bounded_task_queue.h"
 #include "services/scheduler/http/http_errors.h"
 #include "services/scheduler/http/logprobs_render.h"
-#include "services/scheduler/http/tls_context.h"
+#include "services/common/ssl_context.h"
 #include "services/scheduler/scheduler_core.h"
 
 namespace unmask::scheduler::http {
@@ -111,9 +111,10 @@ OpenAiHttpServer::OpenAiHttpServer(CompletionService& service, HttpServerOptions
     server_ = std::make_unique<httplib::Server>();
     return;
   }
-  if (options_.tls->files.refresh_seconds > 0) reloading_ = std::make_unique<ReloadingCertificate>(*options_.tls);
+  if (options_.tls->files.refresh_seconds > 0)
+    reloading_ = std::make_unique<tls::ReloadingCertificate>(*options_.tls, "unmask-scheduler: the HTTP API");
   server_ = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) {
-    tls_status_ = ConfigureServerContext(ctx, *options_.tls, reloading_.get());
+    tls_status_ = tls::ConfigureServerContext(ctx, *options_.tls, reloading_.get());
     return tls_status_.ok();
   });
 }

@@ -25,7 +25,11 @@ class Server;
 
 namespace unmask::scheduler::http {
 
-class ReloadingCertificate;  // tls_context.h
+}  // namespace unmask::scheduler::http
+namespace unmask::tls {
+class ReloadingCertificate;  // services/common/ssl_context.h
+}  // namespace unmask::tls
+namespace unmask::scheduler::http {
 
 struct HttpServerOptions {
   std::string host = "0.0.0.0";
@@ -59,7 +63,7 @@ class OpenAiHttpServer {
   HttpServerOptions options_;
   // With options_.tls->files.refresh_seconds: the certificate each handshake takes. Declared
   // before server_, whose SSL context points to it.
-  std::unique_ptr<ReloadingCertificate> reloading_;
+  std::unique_ptr<tls::ReloadingCertificate> reloading_;
   std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with options_.tls
   Status tls_status_;                         // why the SSLServer could not be set up
   std::thread thread_;

@@ -1,4 +1,4 @@
-#include "services/scheduler/http/tls_context.h"
+#include "services/common/ssl_context.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -6,7 +6,7 @@
 
 #include <memory>
 
-namespace unmask::scheduler::http {
+namespace unmask::tls {
 namespace {
 
 struct BioFree {
@@ -19,7 +19,7 @@ BioPtr MemoryBio(const std::string& pem) { return BioPtr(BIO_new_mem_buf(pem.dat
 Status OpenSslError(const std::string& what) {
   const unsigned long err = ERR_get_error();
   ERR_clear_error();
-  return InvalidArgumentError("http tls: " + what + (err ? std::string(": ") + ERR_reason_error_string(err) : ""));
+  return InvalidArgumentError("tls: " + what + (err ? std::string(": ") + ERR_reason_error_string(err) : ""));
 }
 
 }  // namespace
@@ -32,7 +32,7 @@ TlsIdentity::~TlsIdentity() {
   sk_X509_NAME_pop_free(client_names, X509_NAME_free);
 }
 
-StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const tls::ServerTlsMaterial& tls) {
+StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const ServerTlsMaterial& tls) {
   auto id = std::make_shared<TlsIdentity>();
   {
     BioPtr bio = MemoryBio(tls.cert_chain);
@@ -68,8 +68,9 @@ StatusOr<std::shared_ptr<const TlsIdentity>> ParseTlsIdentity(const tls::ServerT
   return std::shared_ptr<const TlsIdentity>(std::move(id));
 }
 
-ReloadingCertificate::ReloadingCertificate(tls::ServerTlsMaterial initial, std::function<void(const std::string&)> log)
-    : reloader_(std::move(initial), "unmask-scheduler: the HTTP API", std::move(log)) {}
+ReloadingCertificate::ReloadingCertificate(ServerTlsMaterial initial, std::string what,
+                                           std::function<void(const std::string&)> log)
+    : reloader_(std::move(initial), std::move(what), std::move(log)) {}
 
 bool ReloadingCertificate::Apply(SSL* ssl) {
   std::shared_ptr<const TlsIdentity> identity;
@@ -96,7 +97,7 @@ bool ReloadingCertificate::Apply(SSL* ssl) {
   return true;
 }
 
-Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls, ReloadingCertificate* reloading) {
+Status ConfigureServerContext(SSL_CTX& ctx, const ServerTlsMaterial& tls, ReloadingCertificate* reloading) {
   SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
   // Clients that resume sessions (Node's https.Agent does) are refused by a server that verifies
@@ -129,4 +130,16 @@ Status ConfigureServerContext(SSL_CTX& ctx, const tls::ServerTlsMaterial& tls, R
   return OkStatus();
 }
 
-}  // namespace unmask::scheduler::http
+StatusOr<std::shared_ptr<SSL_CTX>> NewServerSslContext(const ServerTlsMaterial& tls, const std::string& what) {
+  SSL_CTX* raw = SSL_CTX_new(TLS_server_method());
+  if (raw == nullptr) return OpenSslError(what + ": cannot make a TLS context");
+  std::shared_ptr<ReloadingCertificate> reloading;
+  if (tls.files.refresh_seconds > 0) reloading = std::make_shared<ReloadingCertificate>(tls, what);
+  // The deleter keeps the reloader the context's certificate callback points to.
+  std::shared_ptr<SSL_CTX> ctx(raw, [reloading](SSL_CTX* c) { SSL_CTX_free(c); });
+  const Status configured = ConfigureServerContext(*ctx, tls, reloading.get());
+  if (!configured.ok()) return InvalidArgumentError(what + ": " + configured.message());
+  return ctx;
+}
+
+}  // namespace unmask::tls
