@@ -364,6 +364,136 @@ def tracing_tls_system_roots():
         check(flag1(docs, c, "otlp-tls-server-name") == "otel.internal", "%s --otlp-tls-server-name" % c["name"])
 
 
+METRICS_TLS_FILES = {"metrics-tls-cert": "/etc/unmask-metrics-tls/tls.crt", "metrics-tls-key": "/etc/unmask-metrics-tls/tls.key",
+                     "metrics-tls-ca": "/etc/unmask-metrics-tls/ca.crt"}
+METRICS_TLS = ["--set", "metrics.tls.enabled=true", "--set", "metrics.tls.secretName=unmask-metrics-tls"]
+SERVICE_MONITOR = ["--set", "metrics.serviceMonitor.enabled=true", "--set", "worker.executorsPerGpu=2"]
+METRICS_PORTS = {"metrics", "loader-metrics", "exec-metrics-0", "exec-metrics-1"}
+
+
+def check_no_metrics_tls(docs, why):
+    for o in objs(docs):
+        if o["kind"] in ("Deployment", "StatefulSet", "Pod"):
+            check(not any(v["name"] == "metrics-tls" for v in pod_spec(o).get("volumes", []) or []),
+                  "%s has the metrics-tls volume %s" % (o["metadata"]["name"], why))
+            for c in containers(o, init=True):
+                check(not any(a.startswith("--metrics-tls") for a in c.get("args", []) or []),
+                      "%s has --metrics-tls flags %s" % (c["name"], why))
+        if o["kind"] == "ServiceMonitor":
+            for ep in o["spec"]["endpoints"]:
+                check("scheme" not in ep and "tlsConfig" not in ep, "ServiceMonitor endpoint %s is not plain HTTP %s" % (ep, why))
+
+
+def check_metrics_tls_mount(o, c, secret, items, mount="/etc/unmask-metrics-tls"):
+    vols = {v["name"]: v for v in pod_spec(o)["volumes"]}
+    mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+    m = mounts.get(mount)
+    check(m and m.get("readOnly") is True, "%s must mount the metrics TLS Secret read-only at %s: %s" % (c["name"], mount, mounts))
+    check(m["name"] == "metrics-tls", "%s: the metrics TLS mount is the volume metrics-tls, not %s" % (c["name"], m["name"]))
+    check(vols[m["name"]]["secret"]["secretName"] == secret, "%s mounts %s, want the Secret %s" % (c["name"], vols[m["name"]], secret))
+    got = sorted(i["path"] for i in vols[m["name"]]["secret"]["items"])
+    check(got == items, "metrics TLS items %s, want %s" % (got, items))
+
+
+def check_metrics_tls_args(docs, c, files, refresh="60", mutual=False):
+    """The --metrics-tls-* flags of one service, right after its --metrics-listen."""
+    for f in ("metrics-tls-cert", "metrics-tls-key"):
+        check(flag1(docs, c, f) == files[f], "%s --%s=%s, want %s" % (c["name"], f, flag1(docs, c, f), files[f]))
+    if mutual:
+        check(flag1(docs, c, "metrics-tls-ca") == files["metrics-tls-ca"], "%s --metrics-tls-ca" % c["name"])
+        check(c["args"].count("--metrics-tls-require-client-cert") == 1, "%s: one --metrics-tls-require-client-cert" % c["name"])
+    else:
+        check(not flag(docs, c, "metrics-tls-ca"), "%s: no --metrics-tls-ca without requireClientCert" % c["name"])
+        check("--metrics-tls-require-client-cert" not in c["args"], "%s: no mutual TLS without requireClientCert" % c["name"])
+    if refresh:
+        check(flag1(docs, c, "metrics-tls-refresh-seconds") == refresh, "%s re-reads its metrics TLS files every %s s" % (c["name"], refresh))
+    else:
+        check(not flag(docs, c, "metrics-tls-refresh-seconds"), "%s: refreshSeconds=0 reads once" % c["name"])
+    i = [n for n, a in enumerate(c["args"]) if a.startswith("--metrics-listen=")][0]
+    check(c["args"][i + 1].startswith("--metrics-tls-"), "%s: the metrics TLS flags follow --metrics-listen: %s" % (c["name"], c["args"]))
+
+
+def service_monitor_endpoints(docs):
+    sm = objs(docs, "ServiceMonitor")
+    check(len(sm) == 1, "expected one ServiceMonitor, found %d" % len(sm))
+    eps = sm[0]["spec"]["endpoints"]
+    check({ep["port"] for ep in eps} == METRICS_PORTS, "ServiceMonitor endpoints %s" % [ep["port"] for ep in eps])
+    return eps
+
+
+@case
+def metrics_tls():
+    # Off by default, and metrics.tls.enabled=false renders byte for byte what it renders without
+    # metrics.tls (a fixed key file: the generated API key differs on every render).
+    check_no_metrics_tls(render(*SERVICE_MONITOR)[0], "by default")
+    fixed = ["--set", "scheduler.apiKeys.entries={sha256:%s}" % ("c" * 64)]
+    others = ["--set", "metrics.tls.secretName=unmask-metrics-tls", "--set", "metrics.tls.requireClientCert=true",
+              "--set", "metrics.tls.serverName=metrics.internal", "--set", "metrics.tls.refreshSeconds=5",
+              "--set", "metrics.tls.mountPath=/certs"]
+    for extra in ([], SERVICE_MONITOR, SERVICE_MONITOR + ["--set", "tls.enabled=true", "--set", "tls.secretName=my-tls"]):
+        want = run_renderer(fixed + extra)
+        check(want.returncode == 0, want.stderr)
+        for more in (["--set", "metrics.tls.enabled=false"], others):
+            got = run_renderer(fixed + extra + more)
+            check(got.returncode == 0 and got.stdout == want.stdout,
+                  "metrics.tls.enabled=false must render what the chart renders without it (%s)" % " ".join(extra + more))
+    # HTTPS on every service's /metrics (scheduler, loader, two executors), scraped over https.
+    docs, _ = render(*(METRICS_TLS + SERVICE_MONITOR))
+    svcs = services(docs)
+    check(len(svcs) == 4, "scheduler, loader and two executors: %s" % [c["name"] for _, c in svcs])
+    for o, c in svcs:
+        check_metrics_tls_args(docs, c, METRICS_TLS_FILES)
+        check_metrics_tls_mount(o, c, "unmask-metrics-tls", ["tls.crt", "tls.key"])
+    test_pod = objs(docs, "Pod")[0]
+    check(not any(v["name"] == "metrics-tls" for v in pod_spec(test_pod)["volumes"]), "helm test does not scrape metrics")
+    for ep in service_monitor_endpoints(docs):
+        check(ep.get("scheme") == "https", "ServiceMonitor endpoint %s must scrape with scheme https" % ep["port"])
+        check(ep.get("tlsConfig") == {"ca": {"secret": {"name": "unmask-metrics-tls", "key": "ca.crt"}}},
+              "ServiceMonitor endpoint %s tlsConfig: the Secret's ca.crt only (verified, no insecureSkipVerify): %s"
+              % (ep["port"], ep.get("tlsConfig")))
+    # Read once, another mount path, the name Prometheus checks; no ServiceMonitor: the flags alone.
+    docs, _ = render(*(METRICS_TLS + SERVICE_MONITOR), "--set", "metrics.tls.refreshSeconds=0",
+                     "--set", "metrics.tls.mountPath=/certs/metrics", "--set", "metrics.tls.serverName=llm-unmask.inference.svc")
+    files = {k: v.replace("/etc/unmask-metrics-tls", "/certs/metrics") for k, v in METRICS_TLS_FILES.items()}
+    for o, c in services(docs):
+        check_metrics_tls_args(docs, c, files, refresh=None)
+        check_metrics_tls_mount(o, c, "unmask-metrics-tls", ["tls.crt", "tls.key"], mount="/certs/metrics")
+    for ep in service_monitor_endpoints(docs):
+        tc = ep["tlsConfig"]
+        check(tc.get("serverName") == "llm-unmask.inference.svc", "tlsConfig.serverName from metrics.tls.serverName: %s" % tc)
+        check("insecureSkipVerify" not in tc and "cert" not in tc and "keySecret" not in tc, "tlsConfig %s" % tc)
+    docs, _ = render(*METRICS_TLS)
+    none_of(docs, "ServiceMonitor")
+    for o, c in services(docs):
+        check_metrics_tls_args(docs, c, METRICS_TLS_FILES)
+
+
+@case
+def metrics_tls_mutual():
+    # Mutual TLS on /metrics, next to the services' own TLS and the tracing TLS (three Secrets).
+    docs, _ = render(*(METRICS_TLS + SERVICE_MONITOR), "--set", "metrics.tls.requireClientCert=true",
+                     "--set", "tls.enabled=true", "--set", "tls.secretName=my-tls",
+                     *OTLP, "--set", "tracing.tls.enabled=true", "--set", "tracing.tls.secretName=otel-ca")
+    svcs = services(docs)
+    check(len(svcs) == 4, "scheduler, loader and two executors: %s" % [c["name"] for _, c in svcs])
+    for o, c in svcs:
+        check_metrics_tls_args(docs, c, METRICS_TLS_FILES, mutual=True)
+        check_metrics_tls_mount(o, c, "unmask-metrics-tls", ["ca.crt", "tls.crt", "tls.key"])
+        check_tls_mount(docs, o, c, "my-tls")
+        check_otlp_tls_mount(o, c, "otel-ca", ["ca.crt"])
+        check(flag1(docs, c, "tls-cert") == "/etc/unmask-tls/tls.crt", "%s keeps its gRPC --tls-cert" % c["name"])
+    want = {"ca": {"secret": {"name": "unmask-metrics-tls", "key": "ca.crt"}},
+            "cert": {"secret": {"name": "unmask-metrics-tls", "key": "tls.crt"}},
+            "keySecret": {"name": "unmask-metrics-tls", "key": "tls.key"}}
+    for ep in service_monitor_endpoints(docs):
+        check(ep.get("scheme") == "https", "ServiceMonitor endpoint %s must scrape with scheme https" % ep["port"])
+        check(ep.get("tlsConfig") == want, "ServiceMonitor endpoint %s tlsConfig %s, want %s" % (ep["port"], ep.get("tlsConfig"), want))
+    docs, _ = render(*(METRICS_TLS + SERVICE_MONITOR), "--set", "metrics.tls.requireClientCert=true",
+                     "--set", "metrics.tls.serverName=llm-unmask")
+    for ep in service_monitor_endpoints(docs):
+        check(ep["tlsConfig"] == dict(want, serverName="llm-unmask"), "tlsConfig with serverName: %s" % ep["tlsConfig"])
+
+
 @case
 def values_file():
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
@@ -510,6 +640,13 @@ def fail_tracing_tls_to_bundled_jaeger():
 def fail_tracing_tls_client_cert_without_secret():
     render_fails(OTLP + ["--set", "tracing.tls.enabled=true", "--set", "tracing.tls.clientCertificate=true"],
                  "tracing.tls.secretName is required with tracing.tls.clientCertificate")
+
+
+@case
+def fail_metrics_tls_without_secret():
+    render_fails(["--set", "metrics.tls.enabled=true"], "metrics.tls.secretName is required when metrics.tls.enabled")
+    render_fails(SERVICE_MONITOR + ["--set", "metrics.tls.enabled=true", "--set", "metrics.tls.requireClientCert=true"],
+                 "metrics.tls.secretName is required when metrics.tls.enabled")
 
 
 @case

@@ -43,6 +43,10 @@ VARIANTS = [
     ["--set", "worker.loader.preload={LLaDA-1.5:int8,Other}", "--set", "scheduler.replicas=3"],
     ["--set", "tests.enabled=false"],
     ["--set", "tls.enabled=true", "--set", "tls.secretName=my-tls"],
+    ["--set", "tracing.otlpEndpoint=otel:4317", "--set", "tracing.tls.enabled=true", "--set", "tracing.tls.secretName=otlp",
+     "--set", "tracing.tls.clientCertificate=true", "--set", "tracing.tls.serverName=otel.example"],
+    ["--set", "metrics.tls.enabled=true", "--set", "metrics.tls.secretName=metrics", "--set",
+     "metrics.tls.requireClientCert=true"],
     ["--set", "tls.enabled=true", "--set", "tls.secretName=my-tls", "--set", "tls.requireClientCert=false",
      "--set", "worker.executorsPerGpu=2"],
 ]

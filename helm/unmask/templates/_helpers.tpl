@@ -305,6 +305,81 @@ true
 {{- end -}}
 {{- end -}}
 
+{{/* Metrics TLS ------------------------------------------------------------------------------- */}}
+
+{{/* A service's flags for /metrics over HTTPS (the list items), empty when metrics.tls.enabled is
+       false. They need --metrics-listen, which every service gets. */}}
+{{- define "unmask.metricsTlsArgs" -}}
+{{- if .Values.metrics.tls.enabled -}}
+{{- $t := .Values.metrics.tls -}}
+{{- $d := $t.mountPath -}}
+- --metrics-tls-cert={{ $d }}/tls.crt
+- --metrics-tls-key={{ $d }}/tls.key
+{{- if $t.requireClientCert }}
+- --metrics-tls-ca={{ $d }}/ca.crt
+- --metrics-tls-require-client-cert
+{{- end }}
+{{- if gt (int $t.refreshSeconds) 0 }}
+- --metrics-tls-refresh-seconds={{ int $t.refreshSeconds }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The volumeMount (a list item) of the metrics TLS Secret, empty when metrics.tls.enabled is false. */}}
+{{- define "unmask.metricsTlsVolumeMount" -}}
+{{- if .Values.metrics.tls.enabled -}}
+- name: metrics-tls
+  mountPath: {{ .Values.metrics.tls.mountPath }}
+  readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* The volume (a list item) of the metrics TLS Secret, empty when metrics.tls.enabled is false;
+       ca.crt only with requireClientCert (the services read it to check scrapers). */}}
+{{- define "unmask.metricsTlsVolume" -}}
+{{- if .Values.metrics.tls.enabled -}}
+- name: metrics-tls
+  secret:
+    secretName: {{ .Values.metrics.tls.secretName }}
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+      {{- if .Values.metrics.tls.requireClientCert }}
+      - key: ca.crt
+        path: ca.crt
+      {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The scheme and tlsConfig of a ServiceMonitor endpoint (prometheus-operator's SafeTLSConfig,
+       read from the Secret in the release namespace), empty when metrics.tls.enabled is false.
+       The certificate is always verified: no insecureSkipVerify. */}}
+{{- define "unmask.metricsTlsEndpoint" -}}
+{{- if .Values.metrics.tls.enabled -}}
+{{- $t := .Values.metrics.tls -}}
+scheme: https
+tlsConfig:
+  ca:
+    secret:
+      name: {{ $t.secretName }}
+      key: ca.crt
+  {{- with $t.serverName }}
+  serverName: {{ . }}
+  {{- end }}
+  {{- if $t.requireClientCert }}
+  cert:
+    secret:
+      name: {{ $t.secretName }}
+      key: tls.crt
+  keySecret:
+    name: {{ $t.secretName }}
+    key: tls.key
+  {{- end }}
+{{- end -}}
+{{- end -}}
+
 {{/* The settings every service reads from the ConfigMap (expanded in args as $(NAME)). */}}
 {{- define "unmask.commonArgs" -}}
 - --otlp-endpoint=$(UNMASK_OTLP_ENDPOINT)
@@ -339,6 +414,9 @@ true
 {{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- $_ = required "tls.secretName is required when tls.enabled (a Secret with tls.crt, tls.key and ca.crt, e.g. from cert-manager)" .Values.tls.secretName -}}
+{{- end -}}
+{{- if .Values.metrics.tls.enabled -}}
+{{- $_ = required "metrics.tls.secretName is required when metrics.tls.enabled (a Secret with tls.crt, tls.key and ca.crt, e.g. from cert-manager)" .Values.metrics.tls.secretName -}}
 {{- end -}}
 {{- if .Values.tracing.tls.enabled -}}
 {{- if and .Values.tracing.enabled (not .Values.tracing.otlpEndpoint) .Values.jaeger.enabled -}}
