@@ -47,14 +47,14 @@ std::string CliTls(const std::string& ca, const std::string& cert = "", const st
   return s + " ";
 }
 
-httplib::Result HttpsGet(int port, const TestPki& pki, bool client_cert) {
+httplib::Result HttpsGet(int port, const TestPki& pki, bool client_cert, const std::string& path = "/v1/models") {
   std::unique_ptr<httplib::SSLClient> client =
       client_cert ? std::make_unique<httplib::SSLClient>("127.0.0.1", port, pki.client_cert(), pki.client_key())
                   : std::make_unique<httplib::SSLClient>("127.0.0.1", port);
   client->set_ca_cert_path(pki.ca().c_str());
   client->enable_server_certificate_verification(true);
   client->set_connection_timeout(5);
-  return client->Get("/v1/models");
+  return client->Get(path);
 }
 
 // Output of a shell command (stdout and stderr).
@@ -175,6 +175,33 @@ TEST(TlsEndToEndTest, WholeStackOverMutualTlsWithTheFilesReReadAsTheHelmChartSet
   httplib::Result models = HttpsGet(http_port, pki, /*client_cert=*/true);
   ASSERT_TRUE(models) << httplib::to_string(models.error());
   EXPECT_EQ(models->status, 200);
+}
+
+// metrics.tls with requireClientCert, as the Helm chart sets it: every service's /metrics over
+// HTTPS to a scraper with a certificate from the CA, and to no one else.
+TEST(TlsEndToEndTest, EveryServicesMetricsOverMutualTls) {
+  std::signal(SIGPIPE, SIG_IGN);
+  const TestPki pki;
+  const std::vector<std::string> metrics = {"--metrics-tls-cert", pki.server_cert(), "--metrics-tls-key",
+                                            pki.server_key(),     "--metrics-tls-ca",  pki.ca(),
+                                            "--metrics-tls-require-client-cert", "--metrics-tls-refresh-seconds", "60"};
+  Stack stack;
+  stack.StartLoader(metrics);
+  stack.StartExecutor(metrics);
+  const int s = stack.StartScheduler(metrics);
+  EXPECT_THAT(stack.scheduler(s).output(), HasSubstr("metrics=\"mutual TLS\""));
+  const std::pair<const char*, int> ports[] = {{"loader", stack.loader_metrics_port()},
+                                               {"executor", stack.executor_metrics_port(0)},
+                                               {"scheduler", stack.scheduler_metrics_port(s)}};
+  for (const auto& [service, port] : ports) {
+    SCOPED_TRACE(service);
+    ASSERT_GT(port, 0);
+    httplib::Result scraped = HttpsGet(port, pki, /*client_cert=*/true, "/metrics");
+    ASSERT_TRUE(scraped) << httplib::to_string(scraped.error());
+    EXPECT_EQ(scraped->status, 200);
+    EXPECT_THAT(scraped->body, HasSubstr("# TYPE unmask_queue_depth gauge"));
+    EXPECT_FALSE(HttpsGet(port, pki, /*client_cert=*/false, "/metrics")) << "a scraper without a certificate";
+  }
 }
 
 TEST(TlsEndToEndTest, ServerTlsWithoutClientCertificatesAndPlaintextBehind) {
