@@ -236,6 +236,25 @@ test('tools: a model whose chat template has no place for them refuses them by n
   }
 });
 
+test('HTTPS: the SDK over TLS with the server certificate verified, whole and streamed', async () => {
+  // The driver's scheduler serves a certificate of its own test CA, which node trusts through
+  // NODE_EXTRA_CA_CERTS (as a user adds a private CA); nothing else changes for the SDK.
+  const secure = new OpenAI({ baseURL: `${process.env.UNMASK_HTTPS_URL}/v1`, apiKey: 'x', maxRetries: 0, timeout: 120_000 });
+  assert.ok(process.env.UNMASK_HTTPS_URL.startsWith('https://'));
+  const whole = await secure.chat.completions.create(CHAT);
+  assert.equal(typeof whole.choices[0].message.content, 'string');
+  assert.ok(whole.usage.completion_tokens > 0);
+  let text = '';
+  for await (const chunk of await secure.chat.completions.create({ ...CHAT, stream: true })) {
+    text += chunk.choices[0]?.delta?.content ?? '';
+  }
+  assert.equal(text, whole.choices[0].message.content, 'the same answer streamed (greedy)');
+  // Plain HTTP to the HTTPS port gets no answer.
+  const plain = new OpenAI({ baseURL: `${process.env.UNMASK_HTTPS_URL.replace('https:', 'http:')}/v1`, apiKey: 'x', maxRetries: 0, timeout: 10_000 });
+  const err = await rejection(plain.models.list());
+  assert.ok(err instanceof OpenAI.APIConnectionError || err instanceof OpenAI.APIError, String(err));
+});
+
 test('404: an unknown model is a NotFoundError', async () => {
   const err = await rejection(client.chat.completions.create({ ...CHAT, model: 'no-such-model' }));
   assert.ok(err instanceof OpenAI.NotFoundError, String(err));
