@@ -72,12 +72,12 @@ ParsedToolCalls ParseToolCalls(const std::string& text) {
   return out;
 }
 
-std::size_t ToolCallStart(const std::string& text) {
-  const std::string open = kToolCallOpen;
+std::size_t ToolCallStart(std::string_view text) {
+  const std::string_view open = kToolCallOpen;
   const std::size_t found = text.find(open);
-  if (found != std::string::npos) return found;
+  if (found != std::string_view::npos) return found;
   for (std::size_t n = std::min(open.size() - 1, text.size()); n > 0; --n) {
-    if (text.compare(text.size() - n, n, open, 0, n) == 0) return text.size() - n;
+    if (text.substr(text.size() - n) == open.substr(0, n)) return text.size() - n;
   }
   return text.size();
 }

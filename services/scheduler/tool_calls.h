@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "unmask/v1/scheduler.pb.h"
@@ -44,7 +45,7 @@ ParsedToolCalls ParseToolCalls(const std::string& text);
 // Where a call may begin in `text`: the position of the first "<tool_call>", else of a tail
 // that could still grow into one; text.size() when neither. Streaming sends content only up to
 // here.
-std::size_t ToolCallStart(const std::string& text);
+std::size_t ToolCallStart(std::string_view text);
 
 // How a chat request's output is read: parsed when it offers tools (tool_choice not "none"),
 // after the opening ForcedToolCallPrefix writes.

@@ -76,7 +76,9 @@ std::string ChoiceOutput::Release(const std::string& delta) {
   if (!plan_.tool_use.parse()) return delta;
   streamed_ += delta;
   if (!plan_.tool_use.forced_prefix().empty()) return "";
-  const std::size_t limit = ToolCallStart(streamed_);
+  // Only the text not yet released can hold where a call begins (what went out holds no part of
+  // one), so each step looks at the new text and the held-back tail, not the whole answer.
+  const std::size_t limit = released_ + ToolCallStart(std::string_view(streamed_).substr(released_));
   if (limit <= released_) return "";
   std::string out = streamed_.substr(released_, limit - released_);
   released_ = limit;
