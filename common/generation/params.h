@@ -90,6 +90,10 @@ struct GenerationParams {
   // and the EOS switches, before temperature, noise and top-k/top-p — and its k most likely
   // alternatives at that step (StepEvent::logprobs).
   std::int32_t logprobs = -1;
+  // Log-probabilities of the prompt's own tokens: < 0 none; k in [0, kMaxLogprobs]: each prompt
+  // token's log-probability given the tokens before it, and its k most likely alternatives
+  // (common/sampler/prompt_logprobs.h: how a diffusion model scores them).
+  std::int32_t prompt_logprobs = -1;
 
   // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
   // official code fixes them to LLaDA-8B's, the defaults here).

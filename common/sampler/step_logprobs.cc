@@ -34,18 +34,20 @@ void StepLogprobs::Attach(StepEvent& ev, std::int64_t prompt_len) const {
   ev.logprobs.assign(ev.positions.size(), {});
   for (std::size_t r = 0; r < ev.positions.size(); ++r) {
     for (std::size_t j = 0; j < ev.positions[r].size(); ++j) {
-      TokenLogprob lp;
-      lp.token = ev.tokens[r][j];
+      const std::int64_t token = ev.tokens[r][j];
       const auto found = index_.find({static_cast<std::int64_t>(r), ev.positions[r][j] + prompt_len});
-      if (found != index_.end()) {
-        const std::int64_t i = found->second;
-        lp.logprob = logp_[i][lp.token].item<double>();
-        for (std::int64_t t = 0; top_ids_.defined() && t < top_ids_.size(1); ++t)
-          lp.top.emplace_back(top_ids_[i][t].item<std::int64_t>(), top_values_[i][t].item<double>());
-      }
-      ev.logprobs[r].push_back(std::move(lp));
+      ev.logprobs[r].push_back(found != index_.end() ? Of(found->second, token) : TokenLogprob{token, 0.0, {}});
     }
   }
+}
+
+TokenLogprob StepLogprobs::Of(std::int64_t i, std::int64_t token) const {
+  TokenLogprob lp;
+  lp.token = token;
+  lp.logprob = logp_[i][token].item<double>();
+  for (std::int64_t t = 0; top_ids_.defined() && t < top_ids_.size(1); ++t)
+    lp.top.emplace_back(top_ids_[i][t].item<std::int64_t>(), top_values_[i][t].item<double>());
+  return lp;
 }
 
 void RecordLogprobs(const StepEvent& event, std::vector<std::vector<std::optional<TokenLogprob>>>& into) {

@@ -26,6 +26,8 @@ class StepLogprobs {
   static StepLogprobs TakeWhere(const at::Tensor& logits, const at::Tensor& where, std::int64_t offset, int k);
 
   bool taken() const { return k_ >= 0; }
+  // Entry i's log-probability of `token` and its alternatives (requires taken()).
+  TokenLogprob Of(std::int64_t i, std::int64_t token) const;
   // Fills ev.logprobs, one per entry of ev.positions (relative to prompt_len) with its token. A
   // position this step took no logits for (early stop's EOS padding: placed by the rule, not the
   // model) reports logprob 0 and no alternatives.
