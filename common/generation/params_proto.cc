@@ -65,6 +65,11 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, Sampl
     return InvalidFieldError("params.logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) +
                                                     "] (unset = none), got " + std::to_string(in.logprobs()));
   if (in.has_logprobs()) p.logprobs = in.logprobs();
+  if (in.has_prompt_logprobs() && in.prompt_logprobs() < 0)
+    return InvalidFieldError("params.prompt_logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) +
+                                                           "] (unset = none), got " +
+                                                           std::to_string(in.prompt_logprobs()));
+  if (in.has_prompt_logprobs()) p.prompt_logprobs = in.prompt_logprobs();
   Status valid = ValidateFields(p);
   if (!valid.ok()) return UnderField("params", valid);
   return p;
@@ -118,6 +123,7 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
   out.set_alg_temp(p.alg_temp);
   out.set_eps(p.eps);
   if (p.logprobs >= 0) out.set_logprobs(p.logprobs);
+  if (p.prompt_logprobs >= 0) out.set_prompt_logprobs(p.prompt_logprobs);
   return out;
 }
 

@@ -203,6 +203,9 @@ Status ValidateFields(const GenerationParams& p) {
   if (p.logprobs < -1 || p.logprobs > kMaxLogprobs)
     return InvalidFieldError("logprobs", "must be in [0, " + Int(kMaxLogprobs) + "] (unset = none), got " +
                                              Int(p.logprobs));
+  if (p.prompt_logprobs < -1 || p.prompt_logprobs > kMaxLogprobs)
+    return InvalidFieldError("prompt_logprobs", "must be in [0, " + Int(kMaxLogprobs) + "] (unset = none), got " +
+                                                    Int(p.prompt_logprobs));
   UNMASK_RETURN_IF_ERROR(RefuseOthersFields(p));
   if (IsDreamFamily(p.sampler)) return ValidateDreamFields(p);
   return IsBlockDiffusion(p.sampler) ? ValidateBlockDiffusionFields(p) : OkStatus();

@@ -88,6 +88,7 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
         for (auto tok : ev.step.tokens) s->mutable_unmasked()->add_tokens(tok);
         for (std::size_t i = 0; i < ev.step.logprobs.size() && i < ev.step.positions.size(); ++i)
           SetLogprob(ev.step.logprobs[i], ev.step.positions[i], *s->add_logprobs());
+        for (const auto& [position, lp] : ev.step.prompt_logprobs) SetLogprob(lp, position, *s->add_prompt_logprobs());
         if (!writer->Write(out)) (*job)->Cancel();
         continue;
       }
@@ -101,6 +102,7 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
       c->set_finish_reason(ev.completed.finish_reason);
       c->set_batch_size(ev.completed.batch_size);
       for (const auto& [position, lp] : ev.completed.logprobs) SetLogprob(lp, position, *c->add_logprobs());
+      for (const auto& [position, lp] : ev.completed.prompt_logprobs) SetLogprob(lp, position, *c->add_prompt_logprobs());
       writer->Write(out);
       return grpc::Status::OK;
     }

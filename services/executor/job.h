@@ -39,6 +39,8 @@ struct StepUpdate {
   std::vector<std::int64_t> positions, tokens;
   double elapsed_seconds = 0;
   std::vector<sampler::TokenLogprob> logprobs;  // with params.logprobs: one per position
+  // With params.prompt_logprobs, on the job's first step only: (index in the prompt, its logprob).
+  std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> prompt_logprobs;
 };
 
 struct Completion {
@@ -51,6 +53,8 @@ struct Completion {
   int batch_size = 1;          // the most jobs that shared one of its forward passes
   // With params.logprobs: (position, its token's logprob as last committed), holes only, in order.
   std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> logprobs;
+  // With params.prompt_logprobs: (index in the prompt, its logprob), the second token on.
+  std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> prompt_logprobs;
 };
 
 struct JobEvent {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/sampler/prompt_logprobs.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
 
@@ -50,7 +51,18 @@ RunningJob::RunningJob(std::shared_ptr<Job> job, std::shared_ptr<const model::Ll
     span_.SetAttribute("queued_seconds", Seconds(start_ - job_->submitted()));
   }
   blocks_ = telemetry::BlockSpans(*context_.tracer, span_, "executor.block");
+  if (req.params.prompt_logprobs >= 0) ScorePrompt();
   if (context_.metrics != nullptr) context_.metrics->ObserveQueueWait(Seconds(start_ - job_->submitted()));
+}
+
+void RunningJob::ScorePrompt() {
+  const JobRequest& req = job_->request();
+  const auto begin = Clock::now();
+  const auto sequence = static_cast<std::int64_t>(req.prompt_ids.size() + req.canvas.suffix.size()) + req.params.gen_length;
+  const auto scored = sampler::PromptLogprobs(*model_, req.prompt_ids, sampler::ScoringFor(*model_, req.params, sequence));
+  for (std::size_t j = 0; j < scored.size(); ++j)
+    if (scored[j]) prompt_logprobs_.emplace_back(static_cast<std::int64_t>(j), *scored[j]);
+  span_.SetAttribute("prompt_logprobs.seconds", Seconds(Clock::now() - begin));
 }
 
 bool RunningJob::StillWanted(Clock::time_point now) {
@@ -79,6 +91,8 @@ void RunningJob::OnStep(const sampler::StepEvent& ev, double seconds, std::int64
   JobEvent out;
   out.step = {ev.step, ev.block, ev.step_in_block, ev.positions[0], ev.tokens[0], Seconds(Clock::now() - start_),
               ev.logprobs.empty() ? std::vector<sampler::TokenLogprob>{} : ev.logprobs[0]};
+  if (!prompt_logprobs_sent_) out.step.prompt_logprobs = prompt_logprobs_;
+  prompt_logprobs_sent_ = true;
   job_->Push(std::move(out));
 }
 
@@ -110,6 +124,7 @@ void RunningJob::Complete() {
   sampler::FinishLogprobs(result.output, logprobs_);
   for (std::size_t i = 0; !logprobs_.empty() && i < c.ids.size(); ++i)
     if (logprobs_[0][i]) c.logprobs.emplace_back(static_cast<std::int64_t>(i), *logprobs_[0][i]);
+  c.prompt_logprobs = prompt_logprobs_;
   c.sampler = result.sampler;
   c.steps_run = result.steps_run;
   c.queued_seconds = Seconds(start_ - job_->submitted());

@@ -62,6 +62,10 @@ class RunningJob {
   telemetry::BlockSpans blocks_;
   std::vector<double> step_seconds_;
   std::vector<std::vector<std::optional<sampler::TokenLogprob>>> logprobs_;  // params.logprobs: per position
+  // params.prompt_logprobs: scored at the start, sent with the first step and the completion.
+  std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> prompt_logprobs_;
+  bool prompt_logprobs_sent_ = false;
+  void ScorePrompt();
   int largest_batch_ = 1;
 };
 

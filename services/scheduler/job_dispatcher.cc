@@ -65,7 +65,9 @@ v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix
   completed.mutable_timings()->set_running_seconds(c.running_seconds());
   completed.mutable_timings()->mutable_step_seconds()->CopyFrom(c.step_seconds());
   completed.mutable_logprobs()->CopyFrom(c.logprobs());
+  completed.mutable_prompt_logprobs()->CopyFrom(c.prompt_logprobs());
   if (tokenizer) {
+    AddTokenText(*tokenizer, *completed.mutable_prompt_logprobs());
     completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));
     AddTokenText(*tokenizer, *completed.mutable_logprobs());
     ParsedToolCalls calls = ReadToolCalls(tool_use, job_id, completed.text());
@@ -409,7 +411,10 @@ JobDispatcher::Relayed JobDispatcher::RelayRun(RunningJob& run, const Placement&
       }
       if (run.stored.partial_text() && tokenizer)
         step.mutable_step()->set_partial_text(PartialText(*tokenizer, tokens, mask_id));
-      if (tokenizer) AddTokenText(*tokenizer, *step.mutable_step()->mutable_logprobs());
+      if (tokenizer) {
+        AddTokenText(*tokenizer, *step.mutable_step()->mutable_logprobs());
+        AddTokenText(*tokenizer, *step.mutable_step()->mutable_prompt_logprobs());
+      }
       (void)store_.AppendEvent(run.id, step.SerializeAsString());
     } else if (ev.has_completed()) {
       out.completed = CompletedFrom(ev.completed(), record.created_unix_ms, tokenizer.get(), run.id,

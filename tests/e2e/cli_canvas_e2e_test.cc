@@ -1,5 +1,5 @@
-// Infilling (--suffix), templates with holes (--template-file) and logprobs (--logprobs) through
-// the `unmask` CLI against the real loader, executor and scheduler serving the trained model
+// Infilling (--suffix), templates with holes (--template-file) and logprobs (--logprobs,
+// --prompt-logprobs) through the `unmask` CLI against the real loader, executor and scheduler serving the trained model
 // (models/unmask-kjv), as a user asks for them; and the same request through `unmask-engine`
 // gives the same ids.
 #include <gmock/gmock.h>
@@ -175,6 +175,29 @@ TEST_F(CliCanvasEndToEndTest, LogprobsOfEveryTokenAndOfEveryStep) {
     ExpectLogprobs(step_lp, 3);
   }
   EXPECT_EQ(steps, 16);
+}
+
+TEST_F(CliCanvasEndToEndTest, PromptLogprobsOfEveryPromptTokenButTheFirst) {
+  const std::string base = "generate --model unmask-kjv --prompt 'And God said unto Moses,' --gen-length 8"
+                           " --block-length 8 --steps 8";
+  const std::string ask = base + " --prompt-logprobs 2";
+  CliResult r = stack_.Cli(s_, ask + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json done = Completed(r.out);
+  ASSERT_FALSE(done.is_null()) << r.out;
+  const json lp = done.value("prompt_logprobs", json::array());
+  ASSERT_GE(lp.size(), 4u) << r.out;
+  for (std::size_t i = 0; i < lp.size(); ++i) EXPECT_EQ(Int(lp[i], "position"), static_cast<std::int64_t>(i + 1));
+  ExpectLogprobs(lp, 2);
+  EXPECT_FALSE(done.contains("logprobs")) << "the generated tokens' were not asked for";
+  // The terminal: a header, then a line per token.
+  r = stack_.Cli(s_, ask + " --no-live");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("prompt logprobs (" + std::to_string(lp.size()) + " tokens, the first has none; position in the prompt"));
+  EXPECT_THAT(r.out, HasSubstr("  pos 1  id "));
+  r = stack_.Cli(s_, base + " --prompt-logprobs 21");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--prompt-logprobs: must be in [0, 20], got 21"));
 }
 
 TEST_F(CliCanvasEndToEndTest, BadInputIsRefusedNamingTheFlagOrField) {

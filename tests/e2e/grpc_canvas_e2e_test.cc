@@ -2,7 +2,8 @@
 // trained model (models/unmask-kjv) served by the real loader, executor and scheduler: a suffix is
 // kept out of the answer and steers the gap; a template's fixed text comes back byte for byte with
 // every hole filled; each generated token carries its log-probability and top alternatives, in the
-// step events and in the completion; bad requests are refused naming the field.
+// step events and in the completion, and with prompt_logprobs every prompt token but the first
+// its own; bad requests are refused naming the field.
 #include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -142,6 +143,45 @@ TEST_F(GrpcCanvasEndToEndTest, ATemplateComesBackWithItsFixedTextAndEveryHoleFil
   EXPECT_EQ(streamed, 12);
 }
 
+TEST_F(GrpcCanvasEndToEndTest, PromptLogprobsScoreEveryPromptTokenButTheFirstOnTheFirstStepAndInTheResult) {
+  const std::string prompt = "In the beginning God created the heaven";
+  v1::GenerateRequest r = Request(prompt);
+  r.mutable_params()->set_prompt_logprobs(3);
+  const Outcome out = Run(r);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  ASSERT_TRUE(out.have_completed) << out.failed;
+  const auto& scored = out.completed.prompt_logprobs();
+  ASSERT_EQ(scored.size(), out.accepted.prompt_tokens() - 1) << "every token but the first";
+  EXPECT_EQ(out.completed.logprobs_size(), 0) << "the generated tokens' are params.logprobs, not asked";
+  std::string text;
+  for (int i = 0; i < scored.size(); ++i) {
+    const auto& lp = scored[i];
+    EXPECT_EQ(lp.position(), i + 1);
+    EXPECT_LT(lp.logprob(), 0.0);
+    ASSERT_EQ(lp.top_size(), 3);
+    EXPECT_GE(lp.top(0).logprob(), lp.top(1).logprob());
+    EXPECT_GE(lp.top(1).logprob(), lp.top(2).logprob());
+    EXPECT_LE(lp.logprob(), lp.top(0).logprob() + 1e-9);
+    text += lp.text();
+  }
+  // The tokens' texts after the first spell the prompt after its first token.
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(prompt.substr(prompt.size() - text.size()), text);
+  // The first step carries the same values; no later step carries any.
+  ASSERT_FALSE(out.steps.empty());
+  ASSERT_EQ(out.steps[0].prompt_logprobs_size(), scored.size());
+  for (int i = 0; i < scored.size(); ++i) EXPECT_DOUBLE_EQ(out.steps[0].prompt_logprobs(i).logprob(), scored[i].logprob());
+  for (std::size_t s = 1; s < out.steps.size(); ++s) EXPECT_EQ(out.steps[s].prompt_logprobs_size(), 0) << s;
+  // Deterministic: the same prompt scores the same however it is generated after.
+  r.mutable_params()->set_temperature(0.7);
+  r.mutable_params()->set_seed(5);
+  const Outcome again = Run(r);
+  ASSERT_TRUE(again.have_completed) << again.failed;
+  ASSERT_EQ(again.completed.prompt_logprobs_size(), scored.size());
+  for (int i = 0; i < scored.size(); ++i)
+    EXPECT_DOUBLE_EQ(again.completed.prompt_logprobs(i).logprob(), scored[i].logprob()) << i;
+}
+
 TEST_F(GrpcCanvasEndToEndTest, BadCanvasRequestsAreRefusedByField) {
   v1::GenerateRequest r = Request("And God said,");
   r.set_template_text("no holes here");
@@ -161,6 +201,11 @@ TEST_F(GrpcCanvasEndToEndTest, BadCanvasRequestsAreRefusedByField) {
   r = Request("And God said,");
   r.mutable_params()->set_logprobs(21);
   ExpectRefused(r, "logprobs");
+  r = Request("And God said,");
+  r.mutable_params()->set_prompt_logprobs(21);
+  ExpectRefused(r, "prompt_logprobs");
+  r.mutable_params()->set_prompt_logprobs(-1);
+  ExpectRefused(r, "prompt_logprobs");
 }
 
 }  // namespace

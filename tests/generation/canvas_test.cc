@@ -1,4 +1,4 @@
-// Templates with holes and the canvas rules (common/generation/canvas.h), and the logprobs field.
+// Templates with holes and the canvas rules (common/generation/canvas.h), and the logprobs fields.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -129,6 +129,28 @@ TEST(LogprobsParamTest, TheRangeIsZeroToTwentyAndUnsetMeansNone) {
     p = ParamsFromProto(in);
     ASSERT_FALSE(p.ok()) << k;
     EXPECT_THAT(p.status().ToString(), HasSubstr("params.logprobs"));
+  }
+}
+
+TEST(LogprobsParamTest, PromptLogprobsTakeTheSameRangeUnderTheirOwnName) {
+  v1::GenerationParams in;
+  auto p = ParamsFromProto(in);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->prompt_logprobs, -1);
+  EXPECT_FALSE(ParamsToProto(*p).has_prompt_logprobs());
+  for (int k : {0, 7, 20}) {
+    in.set_prompt_logprobs(k);
+    p = ParamsFromProto(in);
+    ASSERT_TRUE(p.ok()) << k;
+    EXPECT_EQ(p->prompt_logprobs, k);
+    EXPECT_EQ(p->logprobs, -1) << "the generated tokens' are a separate field";
+    EXPECT_EQ(ParamsToProto(*p).prompt_logprobs(), k);
+  }
+  for (int k : {-1, 21, 1000}) {
+    in.set_prompt_logprobs(k);
+    p = ParamsFromProto(in);
+    ASSERT_FALSE(p.ok()) << k;
+    EXPECT_THAT(p.status().ToString(), HasSubstr("params.prompt_logprobs"));
   }
 }
 

@@ -65,14 +65,27 @@ void Append(json& into, const json& chunk) {
     for (const auto& v : chunk[key]) into[key].push_back(v);
 }
 
-TEST(ChoiceOutputTest, CompletionsEchoComesFirstWithNullLogprobsAndTrueOffsets) {
+// The executor's prompt log-probabilities: every prompt token but the first, logprob -(10 + index).
+void AddPromptLogprobs(const std::vector<std::int64_t>& prompt, int k,
+                       google::protobuf::RepeatedPtrField<v1::TokenLogprob>& out) {
+  for (std::size_t j = 1; j < prompt.size(); ++j) {
+    v1::TokenLogprob lp = Logprob(static_cast<std::int64_t>(j), prompt[j], k);
+    lp.set_logprob(-10.0 - static_cast<double>(j));
+    *out.Add() = lp;
+  }
+}
+
+TEST(ChoiceOutputTest, CompletionsEchoComesFirstWithThePromptsLogprobsAndTrueOffsets) {
   const std::string prompt = "And God said", completion = " Let there be light";
   const auto gen = Encode(completion);
   OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(gen.size()), 2);
   plan.echo = true;
   plan.echo_text = prompt;
   plan.echo_ids = Encode(prompt);
-  const auto done = ChoiceOutput(plan).Finish(Completed(gen, {}, 2), "job-1");
+  ASSERT_GE(plan.echo_ids.size(), 3u);
+  v1::Completed completed = Completed(gen, {}, 2);
+  AddPromptLogprobs(plan.echo_ids, 2, *completed.mutable_prompt_logprobs());
+  const auto done = ChoiceOutput(plan).Finish(completed, "job-1");
   EXPECT_EQ(done.text, prompt + completion);
   const json& lp = done.logprobs;
   ASSERT_EQ(lp["tokens"].size(), plan.echo_ids.size() + gen.size()) << lp.dump();
@@ -80,9 +93,14 @@ TEST(ChoiceOutputTest, CompletionsEchoComesFirstWithNullLogprobsAndTrueOffsets) 
     const std::string token = lp["tokens"][i];
     const std::size_t offset = lp["text_offset"][i];
     EXPECT_EQ(done.text.compare(offset, token.size(), token), 0) << i << ": '" << token << "' at " << offset;
-    if (i < plan.echo_ids.size()) {
-      EXPECT_TRUE(lp["token_logprobs"][i].is_null()) << "a diffusion model gives no logprob for its prompt";
+    if (i == 0) {
+      EXPECT_TRUE(lp["token_logprobs"][i].is_null()) << "nothing comes before the first token";
       EXPECT_TRUE(lp["top_logprobs"][i].is_null());
+      continue;
+    }
+    if (i < plan.echo_ids.size()) {
+      EXPECT_DOUBLE_EQ(lp["token_logprobs"][i].get<double>(), -10.0 - static_cast<double>(i));
+      ASSERT_EQ(lp["top_logprobs"][i].size(), 2u);
       continue;
     }
     const std::size_t position = i - plan.echo_ids.size();
@@ -90,6 +108,50 @@ TEST(ChoiceOutputTest, CompletionsEchoComesFirstWithNullLogprobsAndTrueOffsets) 
     ASSERT_EQ(lp["top_logprobs"][i].size(), 2u);
     EXPECT_DOUBLE_EQ(lp["top_logprobs"][i][token].get<double>(), lp["token_logprobs"][i].get<double>());
   }
+}
+
+TEST(ChoiceOutputTest, EchoWithoutThePromptsLogprobsOrWithOthersTokensHasNulls) {
+  const std::string prompt = "And God said";
+  const auto gen = Encode(" Let");
+  OutputPlan plan = Plan(Endpoint::kCompletions, static_cast<std::int64_t>(gen.size()), 0);
+  plan.echo = true;
+  plan.echo_text = prompt;
+  plan.echo_ids = Encode(prompt);
+  // No prompt logprobs at all (an executor of before), then ones for other tokens than the
+  // prompt's (the executor scored what the core encoded; a token that differs is not this one).
+  for (bool others : {false, true}) {
+    v1::Completed completed = Completed(gen, {}, 0);
+    if (others) {
+      std::vector<std::int64_t> shifted = plan.echo_ids;
+      for (auto& id : shifted) id += 1;
+      AddPromptLogprobs(shifted, 0, *completed.mutable_prompt_logprobs());
+    }
+    const json lp = ChoiceOutput(plan).Finish(completed, "job-1").logprobs;
+    for (std::size_t i = 0; i < plan.echo_ids.size(); ++i) EXPECT_TRUE(lp["token_logprobs"][i].is_null()) << others << " " << i;
+    EXPECT_FALSE(lp["token_logprobs"][plan.echo_ids.size()].is_null());
+  }
+}
+
+TEST(ChoiceOutputTest, StreamedEchoWaitsForThePromptsLogprobsAndItsFirstChunkCarriesThem) {
+  const std::string prompt = "And God said";
+  OutputPlan plan = Plan(Endpoint::kCompletions, 4, 1);
+  plan.echo = true;
+  plan.echo_text = prompt;
+  plan.echo_ids = Encode(prompt);
+  ChoiceOutput out(plan);
+  EXPECT_TRUE(out.BeginWaitsForPrompt());
+  v1::StepEvent first_step;
+  AddPromptLogprobs(plan.echo_ids, 1, *first_step.mutable_prompt_logprobs());
+  out.OnPromptLogprobs(first_step.prompt_logprobs());
+  const auto first = out.Begin();
+  EXPECT_EQ(first.text, prompt);
+  ASSERT_EQ(first.logprobs["token_logprobs"].size(), plan.echo_ids.size());
+  EXPECT_TRUE(first.logprobs["token_logprobs"][0].is_null());
+  for (std::size_t i = 1; i < plan.echo_ids.size(); ++i)
+    EXPECT_DOUBLE_EQ(first.logprobs["token_logprobs"][i].get<double>(), -10.0 - static_cast<double>(i));
+  OutputPlan plain = plan;
+  plain.logprobs = -1;
+  EXPECT_FALSE(ChoiceOutput(plain).BeginWaitsForPrompt()) << "echo without logprobs has nothing to wait for";
 }
 
 TEST(ChoiceOutputTest, StreamedChunksCarryTheLogprobsOfExactlyTheirText) {

@@ -362,6 +362,8 @@ TEST(OpenAiRequestTest, CompletionsSuffixEchoLogprobsAndTemplateReachTheCoreRequ
   EXPECT_EQ(r->logprobs, 3);
   ASSERT_TRUE(r->generate.params().has_logprobs());
   EXPECT_EQ(r->generate.params().logprobs(), 3);
+  ASSERT_TRUE(r->generate.params().has_prompt_logprobs()) << "the echoed prompt is scored too";
+  EXPECT_EQ(r->generate.params().prompt_logprobs(), 3);
   EXPECT_TRUE(r->generate.template_text().empty());
 
   // logprobs 0: the chosen tokens' logprobs, no alternatives; null: none; echo false: none.
@@ -370,6 +372,13 @@ TEST(OpenAiRequestTest, CompletionsSuffixEchoLogprobsAndTemplateReachTheCoreRequ
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->generate.params().logprobs(), 0);
   EXPECT_FALSE(r->echo);
+  EXPECT_FALSE(r->generate.params().has_prompt_logprobs()) << "no echo, no prompt to score";
+  body["echo"] = true;
+  body["logprobs"] = nullptr;
+  r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->generate.params().has_prompt_logprobs()) << "echo without logprobs scores nothing";
+  body["echo"] = false;
   body["logprobs"] = nullptr;
   r = ParseOpenAiRequest(Endpoint::kCompletions, body);
   ASSERT_TRUE(r.ok());

@@ -49,18 +49,29 @@ Status ApplyCanvasFlags(const CanvasFlags& f, v1::GenerateRequest& r) {
                                                  "], got " + std::to_string(*f.logprobs));
     r.mutable_params()->set_logprobs(*f.logprobs);
   }
+  if (f.prompt_logprobs) {
+    if (*f.prompt_logprobs < 0 || *f.prompt_logprobs > generation::kMaxLogprobs)
+      return InvalidFieldError("--prompt-logprobs", "must be in [0, " + std::to_string(generation::kMaxLogprobs) +
+                                                        "], got " + std::to_string(*f.prompt_logprobs));
+    r.mutable_params()->set_prompt_logprobs(*f.prompt_logprobs);
+  }
   return OkStatus();
 }
 
-void PrintLogprobs(std::ostream& out, const v1::Completed& c, const std::string& tag) {
-  if (c.logprobs().empty()) return;
-  const bool alternatives = std::any_of(c.logprobs().begin(), c.logprobs().end(),
-                                        [](const v1::TokenLogprob& t) { return !t.top().empty(); });
-  out << tag << "logprobs (" << c.logprobs_size() << " tokens; position after the prompt, token id, its text, "
-      << "log-probability" << (alternatives ? ", the most likely tokens at that step" : "") << "):\n";
+namespace {
+
+// One header line ("<name> (N tokens<count_note>; <position>, token id, ...):"), then a line per token.
+void PrintTokens(std::ostream& out, const google::protobuf::RepeatedPtrField<v1::TokenLogprob>& tokens,
+                 const std::string& tag, const std::string& name, const std::string& count_note,
+                 const std::string& position, const std::string& where) {
+  if (tokens.empty()) return;
+  const bool alternatives =
+      std::any_of(tokens.begin(), tokens.end(), [](const v1::TokenLogprob& t) { return !t.top().empty(); });
+  out << tag << name << " (" << tokens.size() << " tokens" << count_note << "; " << position
+      << ", token id, its text, log-probability" << (alternatives ? ", the most likely tokens " + where : "") << "):\n";
   // A token's text as the scheduler decoded it, quoted (JSON escapes), or nothing without one.
   auto text = [](const std::string& s) { return s.empty() ? std::string() : " " + nlohmann::json(s).dump(); };
-  for (const auto& t : c.logprobs()) {
+  for (const auto& t : tokens) {
     out << tag << "  pos " << t.position() << "  id " << t.token() << text(t.text()) << "  logprob "
         << Logprob(t.logprob());
     if (!t.top().empty()) {
@@ -70,6 +81,14 @@ void PrintLogprobs(std::ostream& out, const v1::Completed& c, const std::string&
     }
     out << "\n";
   }
+}
+
+}  // namespace
+
+void PrintLogprobs(std::ostream& out, const v1::Completed& c, const std::string& tag) {
+  PrintTokens(out, c.prompt_logprobs(), tag, "prompt logprobs", ", the first has none", "position in the prompt",
+              "there");
+  PrintTokens(out, c.logprobs(), tag, "logprobs", "", "position after the prompt", "at that step");
 }
 
 }  // namespace unmask::cli

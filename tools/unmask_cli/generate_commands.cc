@@ -86,6 +86,10 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--logprobs", f.canvas.logprobs,
                   "0..20: print each generated token's log-probability and its K most likely alternatives")
       ->type_name("K");
+  cmd->add_option("--prompt-logprobs", f.canvas.prompt_logprobs,
+                  "0..20: print each prompt token's log-probability given the tokens before it (the first has "
+                  "none) and its K most likely alternatives")
+      ->type_name("K");
   cmd->add_flag("--json", f.json, "Print the events as JSON lines (for scripts)");
   cmd->add_flag("--no-live", f.no_live, "Do not redraw the text after every step");
 }

@@ -118,10 +118,29 @@ class CanvasAgainstTheStackTest(unittest.TestCase):
     def test_without_logprobs_there_are_none(self):
         r = self.client.generate("Amen", model=MODEL, gen_length=8, block_length=8, steps=8)
         self.assertEqual(r.logprobs, [])
+        self.assertEqual(r.prompt_logprobs, [])
+
+    def test_prompt_logprobs_score_the_prompt_on_the_first_step_and_in_the_result(self):
+        prompt = "And God said unto Moses,"
+        with self.client.stream(prompt, model=MODEL, gen_length=8, block_length=8, steps=8, prompt_logprobs=2) as s:
+            steps = list(s)
+        r = s.result
+        self.assertEqual([e.position for e in r.prompt_logprobs], list(range(1, r.accepted.prompt_tokens)))
+        check_logprobs(self, r.prompt_logprobs, 2)
+        self.assertEqual(r.logprobs, [])  # the generated tokens' were not asked for
+        self.assertEqual(steps[0].prompt_logprobs, r.prompt_logprobs)
+        self.assertTrue(all(not st.prompt_logprobs for st in steps[1:]))
+        # The verse scores above its own words out of order (the same tokens).
+        def total(text):
+            g = self.client.generate(text, model=MODEL, gen_length=1, block_length=1, steps=1, prompt_logprobs=0)
+            return sum(e.logprob for e in g.prompt_logprobs)
+        self.assertGreater(total("In the beginning God created the heaven and the earth."),
+                           total("In the God beginning created the and heaven earth the."))
 
     def test_the_server_names_bad_values(self):
         cases = [
             (dict(logprobs=21), "logprobs"),
+            (dict(prompt_logprobs=21), "prompt_logprobs"),
             (dict(template_text="no holes here"), "template_text"),
             (dict(template_text="a <hole:0> b"), "template_text"),
             (dict(template_text="a <hole:4097> b"), "template_text"),

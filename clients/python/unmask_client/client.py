@@ -59,7 +59,9 @@ class TopLogprob:
 @dataclass
 class TokenLogprob:
     """A generated token's log-probability (logprobs=k): `position` is 0-based after the prompt,
-    `top` the k most likely tokens at the step that committed it, most likely first."""
+    `top` the k most likely tokens at the step that committed it, most likely first. A prompt
+    token's (prompt_logprobs=k): `position` is its index in the prompt, `top` the k most likely
+    tokens there given the tokens before it."""
     position: int
     token: int
     logprob: float
@@ -78,6 +80,8 @@ class Step:
     partial_text: str  # only when asked for (partial_text=True); masks shown as "_"
     index: int = 0  # the choice (n > 1)
     logprobs: List[TokenLogprob] = field(default_factory=list)  # with logprobs=k: one per position
+    # With prompt_logprobs=k, on the first step only: the prompt's tokens from the second on.
+    prompt_logprobs: List[TokenLogprob] = field(default_factory=list)
 
 
 @dataclass
@@ -105,6 +109,8 @@ class Result:
     # (empty when none; text is the output as generated).
     tool_calls: List[ToolCall] = field(default_factory=list)
     content: str = ""
+    # With prompt_logprobs=k: each prompt token from the second on, given the tokens before it.
+    prompt_logprobs: List[TokenLogprob] = field(default_factory=list)
 
 
 @dataclass
@@ -139,7 +145,8 @@ def _logprobs(entries: Iterable[Any]) -> List[TokenLogprob]:
 def _result(job_id: str, c: scheduler_pb2.Completed, accepted: Optional[Accepted] = None) -> Result:
     return Result(job_id, c.text, c.finish_reason, list(c.ids), c.sampler, c.timings.queued_seconds,
                   c.timings.running_seconds, len(c.timings.step_seconds), accepted, _logprobs(c.logprobs),
-                  [ToolCall(t.id, t.name, t.arguments) for t in c.tool_calls], c.content)
+                  [ToolCall(t.id, t.name, t.arguments) for t in c.tool_calls], c.content,
+                  _logprobs(c.prompt_logprobs))
 
 
 def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
@@ -231,6 +238,7 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
 
     params: any GenerationParams field (gen_length, block_length, steps, temperature, cfg_scale,
     remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, logprobs,
+    prompt_logprobs,
     llada2's minimal_topk, top_k, top_p, eos_early_stop, dream's alg, alg_temp, eps, ...)
     and the request's priority, deadline_seconds, idempotency_key, partial_text, n, suffix,
     template_text. An unknown
@@ -263,8 +271,8 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
         if value is None:
             continue
         try:
-            if name == "logprobs" and isinstance(value, bool):
-                raise TypeError("logprobs: the number of alternatives per token, 0..20 (an int, not a bool)")
+            if name in ("logprobs", "prompt_logprobs") and isinstance(value, bool):
+                raise TypeError(f"{name}: the number of alternatives per token, 0..20 (an int, not a bool)")
             if name in _REQUEST_FIELDS:
                 setattr(r, name, value)
             elif name == "remasking":
@@ -317,7 +325,8 @@ class GenerationStream:
                 elif kind == "step":
                     s = ev.step
                     yield Step(s.step, s.block, s.step_in_block, list(s.unmasked.positions), list(s.unmasked.tokens),
-                               s.elapsed_seconds, s.partial_text, ev.index, _logprobs(s.logprobs))
+                               s.elapsed_seconds, s.partial_text, ev.index, _logprobs(s.logprobs),
+                               _logprobs(s.prompt_logprobs))
                 elif kind == "completed":
                     self.results[ev.index] = _result(job_id, ev.completed, self._accepted_by_index.get(ev.index))
                     self.result = self.results.get(0)

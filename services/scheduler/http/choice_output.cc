@@ -46,8 +46,22 @@ std::vector<LogprobToken> ChoiceOutput::EchoTokens() const {
   std::vector<LogprobToken> out;
   if (!plan_.echo) return out;
   const auto pieces = TokenPieces::Of(plan_.tokenizer.get(), plan_.echo_ids, /*skip_special_tokens=*/false);
-  for (std::size_t k = 0; k < plan_.echo_ids.size(); ++k) out.push_back({plan_.echo_ids[k], pieces[k], std::nullopt});
+  for (std::size_t k = 0; k < plan_.echo_ids.size(); ++k) {
+    LogprobToken t{plan_.echo_ids[k], pieces[k], std::nullopt};
+    // The executor scored the prompt the core encoded; a token that differs has none.
+    if (k < prompt_.size() && prompt_[k] && prompt_[k]->token() == t.id) t.logprob = prompt_[k];
+    out.push_back(std::move(t));
+  }
   return out;
+}
+
+void ChoiceOutput::OnPromptLogprobs(const google::protobuf::RepeatedPtrField<v1::TokenLogprob>& logprobs) {
+  for (const auto& lp : logprobs) {
+    if (lp.position() < 0 || static_cast<std::size_t>(lp.position()) >= plan_.echo_ids.size()) continue;
+    const auto p = static_cast<std::size_t>(lp.position());
+    if (p >= prompt_.size()) prompt_.resize(p + 1);
+    prompt_[p] = lp;
+  }
 }
 
 json ChoiceOutput::Json(const std::vector<LogprobToken>& tokens, std::size_t offset) const {
@@ -101,6 +115,7 @@ void ChoiceOutput::FinishToolCalls(const std::string& text, const std::string& j
 
 ChoiceOutput::Done ChoiceOutput::Finish(const v1::Completed& c, const std::string& job_id) {
   for (const auto& lp : c.logprobs()) Record(lp, lp.position());  // the final word on each position
+  OnPromptLogprobs(c.prompt_logprobs());
   const StreamedText::Final f = text_.Finish({c.ids().begin(), c.ids().end()}, c.finish_reason());
   Done done;
   done.text = (plan_.echo ? plan_.echo_text : "") + f.text;

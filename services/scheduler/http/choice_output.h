@@ -4,8 +4,10 @@
 //
 //   echo       /v1/completions: the text is the prompt (as given; token ids decoded with the
 //              model's tokenizer, special tokens as their text) then the completion; streamed,
-//              the prompt is the first chunk's text. With logprobs its tokens come first, with
-//              null logprobs (a diffusion model gives none for a prompt).
+//              the prompt is the first chunk's text. With logprobs its tokens come first with
+//              the executor's prompt log-probabilities (params.prompt_logprobs; the first token's
+//              is null, as OpenAI's is); streamed, the first chunk then waits for them (they come
+//              with the first step).
 //   template   the text is the whole template, filled; its fixed tokens are in the logprobs
 //              with null logprobs. Streamed as it fills (streamed_text.h): the first chunk
 //              carries the fixed text up to the first hole.
@@ -57,6 +59,10 @@ class ChoiceOutput {
   };
   // What the first chunk carries: the prompt echoed, a template's text up to its first hole.
   Chunk Begin();
+  // Streamed: Begin waits for the prompt's log-probabilities (echo with logprobs), which come
+  // with the first step or, failing that, the completion.
+  bool BeginWaitsForPrompt() const { return plan_.echo && plan_.logprobs >= 0; }
+  void OnPromptLogprobs(const google::protobuf::RepeatedPtrField<v1::TokenLogprob>& logprobs);
   // What one diffusion step made final.
   Chunk OnStep(const v1::StepEvent& step);
 
@@ -81,6 +87,7 @@ class ChoiceOutput {
   const OutputPlan& plan_;
   StreamedText text_;
   std::vector<std::optional<v1::TokenLogprob>> by_position_;  // the latest commit of each position
+  std::vector<std::optional<v1::TokenLogprob>> prompt_;       // the echoed prompt's, by index
   std::size_t echo_chars_ = 0;                                // code points of the echoed prompt
   // Tools: what the output streamed so far, and how many of its bytes went out as content.
   std::string streamed_;

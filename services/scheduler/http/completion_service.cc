@@ -45,7 +45,8 @@ Status ChoiceFailure(const v1::JobEvent& ev, std::size_t n) {
 // choice's error object ends the stream.
 class ChunkRenderer {
  public:
-  explicit ChunkRenderer(const AcceptedCompletion& a) : a_(a), n_(ChoiceJobIds(a.submitted).size()) {
+  explicit ChunkRenderer(const AcceptedCompletion& a)
+      : a_(a), n_(ChoiceJobIds(a.submitted).size()), accepted_(n_), begun_(n_, false) {
     outputs_.reserve(n_);
     for (std::size_t i = 0; i < n_; ++i) outputs_.emplace_back(a.output);
   }
@@ -54,12 +55,13 @@ class ChunkRenderer {
     const int i = ev.index();
     const CompletionIdentity& id = a_.identity;
     const std::string choice = n_ > 1 ? "choice " + std::to_string(i) + " " : "";
+    const auto c = static_cast<std::size_t>(i);
     if (ev.has_accepted()) {
-      v1::SubmitResponse submitted;
-      submitted.set_job_id(ev.job_id());
-      *submitted.mutable_accepted() = ev.accepted();
-      const ChoiceOutput::Chunk first = outputs_[static_cast<std::size_t>(i)].Begin();
-      return {SseData(FirstChunk(id, AcceptedExtension(submitted), i, first.text, first.logprobs))};
+      accepted_[c].set_job_id(ev.job_id());
+      *accepted_[c].mutable_accepted() = ev.accepted();
+      // Echo with logprobs: the prompt's come with the first step, and the first chunk with them.
+      if (outputs_[c].BeginWaitsForPrompt()) return {SseComment(choice + "accepted; the prompt is scored first")};
+      return {FirstChunkOf(c)};
     }
     if (ev.has_queued()) {
       return {SseComment(choice + "queued: position " + std::to_string(ev.queued().position()) + " of " +
@@ -67,8 +69,14 @@ class ChunkRenderer {
     }
     if (ev.has_started()) return {SseComment(choice + "started on " + ev.started().executor())};
     if (ev.has_step()) {
-      const ChoiceOutput::Chunk delta = outputs_[static_cast<std::size_t>(i)].OnStep(ev.step());
-      return {SseData(TextDeltaChunk(id, delta.text, nullptr, StepExtension(ev.step()), i, delta.logprobs))};
+      std::vector<std::string> out;
+      if (!begun_[c]) {
+        outputs_[c].OnPromptLogprobs(ev.step().prompt_logprobs());
+        out.push_back(FirstChunkOf(c));
+      }
+      const ChoiceOutput::Chunk delta = outputs_[c].OnStep(ev.step());
+      out.push_back(SseData(TextDeltaChunk(id, delta.text, nullptr, StepExtension(ev.step()), i, delta.logprobs)));
+      return out;
     }
     if (ev.has_completed()) return OnCompleted(ev);
     if (ev.has_failed()) {
@@ -83,11 +91,25 @@ class ChunkRenderer {
   std::size_t choices() const { return n_; }
 
  private:
+  // The choice's first chunk (the acceptance, the echoed prompt, a template's text before its
+  // first hole), once.
+  std::string FirstChunkOf(std::size_t c) {
+    begun_[c] = true;
+    const ChoiceOutput::Chunk first = outputs_[c].Begin();
+    return SseData(FirstChunk(a_.identity, AcceptedExtension(accepted_[c]), static_cast<int>(c), first.text, first.logprobs));
+  }
+
   std::vector<std::string> OnCompleted(const v1::JobEvent& ev) {
     const auto& c = ev.completed();
-    const ChoiceOutput::Done f = outputs_[static_cast<std::size_t>(ev.index())].Finish(c, ev.job_id());
-    std::vector<std::string> out = {SseData(LastDeltaChunk(a_.identity, f.last.text, f.tool_calls, f.finish_reason,
-                                                           FinishExtension(c), ev.index(), f.last.logprobs))};
+    const auto index = static_cast<std::size_t>(ev.index());
+    std::vector<std::string> out;
+    if (!begun_[index]) {  // no step came (a job that ran none): the prompt's logprobs are here
+      outputs_[index].OnPromptLogprobs(c.prompt_logprobs());
+      out.push_back(FirstChunkOf(index));
+    }
+    const ChoiceOutput::Done f = outputs_[index].Finish(c, ev.job_id());
+    out.push_back(SseData(LastDeltaChunk(a_.identity, f.last.text, f.tool_calls, f.finish_reason, FinishExtension(c),
+                                         ev.index(), f.last.logprobs)));
     completion_tokens_ += c.ids_size();
     if (++completed_ < n_) return out;
     if (a_.request.include_usage)
@@ -100,6 +122,8 @@ class ChunkRenderer {
   const AcceptedCompletion& a_;
   const std::size_t n_;
   std::vector<ChoiceOutput> outputs_;
+  std::vector<v1::SubmitResponse> accepted_;  // each choice's acceptance, for its first chunk
+  std::vector<bool> begun_;                   // its first chunk went out
   std::size_t completed_ = 0;
   std::int64_t completion_tokens_ = 0;
   bool ended_ = false, failed_ = false;

@@ -219,6 +219,8 @@ Status ParseOutputFields(const json& body, Endpoint endpoint, OpenAiRequest& out
   }
   UNMASK_RETURN_IF_ERROR(ParseLogprobs(body, endpoint, out));
   if (out.logprobs >= 0) out.generate.mutable_params()->set_logprobs(out.logprobs);
+  // The echoed prompt's tokens get theirs too (with as many alternatives), as vLLM does.
+  if (out.echo && out.logprobs >= 0) out.generate.mutable_params()->set_prompt_logprobs(out.logprobs);
   return OkStatus();
 }
 

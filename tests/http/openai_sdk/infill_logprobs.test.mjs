@@ -32,8 +32,9 @@ async function rejection(promise) {
 const ordered = (top) => Object.keys(top).every((k) => !/^(0|[1-9]\d*)$/.test(k));
 
 // Completions logprobs: one entry per token in every list, each token at its text_offset, the
-// chosen token the most likely (greedy) and equal to its own entry in top_logprobs.
-function checkCompletionLogprobs(text, lp, k, { nullFirst = 0 } = {}) {
+// chosen token the most likely (greedy; not the first `given` tokens: an echoed prompt's) and
+// equal to its own entry in top_logprobs.
+function checkCompletionLogprobs(text, lp, k, { nullFirst = 0, given = 0 } = {}) {
   const n = lp.tokens.length;
   assert.ok(n > 0, JSON.stringify(lp));
   for (const key of ['token_logprobs', 'top_logprobs', 'text_offset']) assert.equal(lp[key].length, n, key);
@@ -51,7 +52,7 @@ function checkCompletionLogprobs(text, lp, k, { nullFirst = 0 } = {}) {
     const top = lp.top_logprobs[i];
     const values = Object.values(top);
     assert.ok(values.length <= k && values.length >= 1, `token ${i}: ${JSON.stringify(top)}`);
-    for (const v of values) assert.ok(v <= 0 && logprob >= v - EPS, `token ${i}: greedy chose ${logprob}, but ${JSON.stringify(top)}`);
+    for (const v of values) assert.ok(v <= 0 && (i < given || logprob >= v - EPS), `token ${i}: greedy chose ${logprob}, but ${JSON.stringify(top)}`);
     if (ordered(top)) {
       for (let j = 1; j < values.length; ++j) assert.ok(values[j - 1] >= values[j], `token ${i}: not sorted: ${JSON.stringify(top)}`);
     }
@@ -106,20 +107,46 @@ test('completions logprobs streamed: each chunk carries the tokens of its text, 
   assert.deepEqual(joined, whole.logprobs);
 });
 
-test('echo: the prompt, then the completion; with logprobs its tokens first, with null logprobs', async () => {
+test('echo: the prompt, then the completion; with logprobs the prompt\'s tokens scored (the first null)', async () => {
   const plain = await client.completions.create(COMPLETION);
-  const echoed = await client.completions.create({ ...COMPLETION, echo: true, logprobs: 1 });
+  const echoed = await client.completions.create({ ...COMPLETION, echo: true, logprobs: 2 });
   const choice = echoed.choices[0];
   assert.equal(choice.text, PROMPT + plain.choices[0].text);
   const promptTokens = echoed.usage.prompt_tokens;
   assert.equal(choice.logprobs.tokens.length, promptTokens + echoed.usage.completion_tokens);
-  checkCompletionLogprobs(choice.text, choice.logprobs, 1, { nullFirst: promptTokens });
+  checkCompletionLogprobs(choice.text, choice.logprobs, 2, { nullFirst: 1, given: promptTokens });
   assert.equal(choice.logprobs.tokens.slice(0, promptTokens).join(''), PROMPT);
-  // Streamed: the prompt is the first chunk's text.
+  // Streamed: the prompt is the first chunk's text; with logprobs the chunk carries its tokens'.
   const chunks = [];
   for await (const chunk of await client.completions.create({ ...COMPLETION, echo: true, stream: true })) chunks.push(chunk);
   assert.equal(chunks[0].choices[0].text, PROMPT);
   assert.equal(chunks.map((c) => c.choices[0]?.text ?? '').join(''), choice.text);
+  const scored = [];
+  for await (const chunk of await client.completions.create({ ...COMPLETION, echo: true, logprobs: 2, stream: true })) scored.push(chunk);
+  const first = scored[0].choices[0];
+  assert.equal(first.text, PROMPT);
+  assert.deepEqual(first.logprobs.token_logprobs, choice.logprobs.token_logprobs.slice(0, promptTokens));
+  assert.deepEqual(first.logprobs.top_logprobs, choice.logprobs.top_logprobs.slice(0, promptTokens));
+});
+
+// What lm-evaluation-harness's local-completions model sends for a loglikelihood request: the
+// context and continuation as token ids, max_tokens 1, echo, logprobs 1; it sums
+// token_logprobs[ctxlen:-1]. On the trained model a verse's own continuation scores above the
+// same words in another order.
+test('echo + logprobs scores a continuation as lm-evaluation-harness asks for it', async () => {
+  const context = 'In the beginning God created the';
+  const score = async (continuation) => {
+    const tokenize = async (text) => (await client.completions.create({ model: MODEL, prompt: text, max_tokens: 1, echo: true, logprobs: 0 })).choices[0].logprobs.tokens.length - 1;
+    const ctxlen = await tokenize(context);
+    const whole = await client.completions.create({ model: MODEL, prompt: context + continuation, max_tokens: 1, echo: true, logprobs: 1, temperature: 0 });
+    const lp = whole.choices[0].logprobs;
+    const values = lp.token_logprobs.slice(ctxlen, -1);
+    assert.ok(values.length > 0 && values.every((v) => typeof v === 'number' && v <= 0), JSON.stringify(lp));
+    return values.reduce((a, b) => a + b, 0);
+  };
+  const verse = await score(' heaven and the earth.');
+  const shuffled = await score(' earth the and heaven.');
+  assert.ok(verse > shuffled, `the verse ${verse} vs the same words shuffled ${shuffled}`);
 });
 
 test('chat logprobs with top_logprobs: OpenAI\'s content shape, whole and streamed', async () => {
