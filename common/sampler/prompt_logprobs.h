@@ -32,9 +32,30 @@ struct PromptScoring {
 PromptScoring ScoringFor(const model::LladaModel& model, const generation::GenerationParams& params,
                          std::int64_t sequence_length);
 
-// One entry per prompt token: entry 0 empty (nothing comes before it: OpenAI and vLLM report
-// none for the first token either), entry j the log-probability of prompt[j] and the k most
-// likely tokens at j. The L - 1 rows of length L run in forwards of at most tokens_per_pass tokens.
+// Scores a prompt one forward at a time, so that an executor can step its other jobs between
+// them: the L - 1 rows of length L in forwards of at most tokens_per_pass tokens (one row at least).
+class PromptScorer {
+ public:
+  PromptScorer(const model::LladaModel& model, std::vector<std::int64_t> prompt, const PromptScoring& scoring);
+
+  bool done() const { return next_ >= static_cast<std::int64_t>(prompt_.size()); }
+  // Runs the next forward (nothing once done).
+  void Next();
+  std::int64_t forwards() const { return forwards_; }
+  // One entry per prompt token: entry 0 empty (nothing comes before it: OpenAI and vLLM report
+  // none for the first token either), entry j the log-probability of prompt[j] and the k most
+  // likely tokens at j (empty until its forward ran).
+  const std::vector<std::optional<TokenLogprob>>& result() const { return out_; }
+
+ private:
+  const model::LladaModel& model_;
+  std::vector<std::int64_t> prompt_;
+  PromptScoring scoring_;
+  std::int64_t rows_per_pass_ = 1, next_ = 1, forwards_ = 0;
+  std::vector<std::optional<TokenLogprob>> out_;
+};
+
+// PromptScorer's result, every forward run.
 std::vector<std::optional<TokenLogprob>> PromptLogprobs(const model::LladaModel& model,
                                                         const std::vector<std::int64_t>& prompt,
                                                         const PromptScoring& scoring);

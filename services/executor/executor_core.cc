@@ -180,18 +180,31 @@ void ExecutorCore::Admit(std::vector<Slot>& batch, const std::vector<std::shared
 }
 
 void ExecutorCore::Step(std::vector<Slot>& batch) {
+  // A job scoring its prompt runs one scoring forward instead of a step (its sampler waits).
+  std::vector<Slot*> stepping;
+  for (Slot& slot : batch) {
+    if (!slot.run->scoring()) {
+      stepping.push_back(&slot);
+      continue;
+    }
+    try {
+      slot.run->ScoreNext();
+    } catch (const std::exception& e) {
+      slot.run->Fail(InternalError(std::string("scoring the prompt: ") + e.what()));
+    }
+  }
   // Jobs started on a model that was since replaced finish on it: one packed forward per model.
   std::vector<const model::LladaModel*> models;
-  for (const Slot& slot : batch) {
-    if (std::find(models.begin(), models.end(), slot.run->model()) == models.end()) models.push_back(slot.run->model());
+  for (const Slot* slot : stepping) {
+    if (std::find(models.begin(), models.end(), slot->run->model()) == models.end()) models.push_back(slot->run->model());
   }
   for (const model::LladaModel* m : models) {
     std::vector<RunningJob*> jobs;
     std::vector<sampler::StepSampler*> samplers;
-    for (Slot& slot : batch) {
-      if (slot.run->model() != m) continue;
-      jobs.push_back(slot.run.get());
-      samplers.push_back(&slot.run->sampler());
+    for (Slot* slot : stepping) {
+      if (slot->run->model() != m) continue;
+      jobs.push_back(slot->run.get());
+      samplers.push_back(&slot->run->sampler());
     }
     const auto begin = Clock::now();
     auto events = sampler::StepTogether(*m, samplers);

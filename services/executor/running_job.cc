@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "common/sampler/prompt_logprobs.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
 
@@ -51,18 +50,27 @@ RunningJob::RunningJob(std::shared_ptr<Job> job, std::shared_ptr<const model::Ll
     span_.SetAttribute("queued_seconds", Seconds(start_ - job_->submitted()));
   }
   blocks_ = telemetry::BlockSpans(*context_.tracer, span_, "executor.block");
-  if (req.params.prompt_logprobs >= 0) ScorePrompt();
+  if (req.params.prompt_logprobs >= 0) {
+    const auto sequence =
+        static_cast<std::int64_t>(req.prompt_ids.size() + req.canvas.suffix.size()) + req.params.gen_length;
+    scorer_ = std::make_unique<sampler::PromptScorer>(*model_, req.prompt_ids,
+                                                      sampler::ScoringFor(*model_, req.params, sequence));
+    if (scorer_->done()) ScoreNext();  // a one-token prompt: nothing to run
+  }
   if (context_.metrics != nullptr) context_.metrics->ObserveQueueWait(Seconds(start_ - job_->submitted()));
 }
 
-void RunningJob::ScorePrompt() {
-  const JobRequest& req = job_->request();
+void RunningJob::ScoreNext() {
   const auto begin = Clock::now();
-  const auto sequence = static_cast<std::int64_t>(req.prompt_ids.size() + req.canvas.suffix.size()) + req.params.gen_length;
-  const auto scored = sampler::PromptLogprobs(*model_, req.prompt_ids, sampler::ScoringFor(*model_, req.params, sequence));
+  scorer_->Next();
+  scoring_seconds_ += Seconds(Clock::now() - begin);
+  if (!scorer_->done()) return;
+  const auto& scored = scorer_->result();
   for (std::size_t j = 0; j < scored.size(); ++j)
     if (scored[j]) prompt_logprobs_.emplace_back(static_cast<std::int64_t>(j), *scored[j]);
-  span_.SetAttribute("prompt_logprobs.seconds", Seconds(Clock::now() - begin));
+  span_.SetAttribute("prompt_logprobs.seconds", scoring_seconds_);
+  span_.SetAttribute("prompt_logprobs.forwards", scorer_->forwards());
+  scorer_.reset();
 }
 
 bool RunningJob::StillWanted(Clock::time_point now) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/model/llada_model.h"
+#include "common/sampler/prompt_logprobs.h"
 #include "common/sampler/step_sampler.h"
 #include "common/telemetry/block_spans.h"
 #include "common/telemetry/tracer.h"
@@ -41,6 +42,11 @@ class RunningJob {
   sampler::StepSampler& sampler() { return *sampler_; }
   const model::LladaModel* model() const { return model_.get(); }
 
+  // With params.prompt_logprobs, the job first scores its prompt, one forward per call of
+  // ScoreNext (the executor steps its other jobs in between); its sampler steps once it is done.
+  bool scoring() const { return scorer_ != nullptr; }
+  void ScoreNext();
+
   // False once the job was cancelled or passed its deadline; it has then failed.
   bool StillWanted(Clock::time_point now);
   // The step's event: pushed to the caller and recorded in the trace. `forward` numbers the
@@ -62,10 +68,12 @@ class RunningJob {
   telemetry::BlockSpans blocks_;
   std::vector<double> step_seconds_;
   std::vector<std::vector<std::optional<sampler::TokenLogprob>>> logprobs_;  // params.logprobs: per position
-  // params.prompt_logprobs: scored at the start, sent with the first step and the completion.
+  // params.prompt_logprobs: scored first (scorer_ set until done), then sent with the first step
+  // and the completion.
+  std::unique_ptr<sampler::PromptScorer> scorer_;
+  double scoring_seconds_ = 0;
   std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> prompt_logprobs_;
   bool prompt_logprobs_sent_ = false;
-  void ScorePrompt();
   int largest_batch_ = 1;
 };
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/sampler/prompt_logprobs.h"
 #include "services/common/grpc_status.h"
 #include "services/common/server_runner.h"
 #include "services/executor/executor_core.h"
@@ -366,6 +367,41 @@ TEST_F(ExecutorServiceTest, AJobCancelledMidBatchLeavesTheOthersRunningAndExact)
     RunOutcome alone = Run(Request({t, t + 1}, 16, 8, 16));
     EXPECT_EQ(out.completed.ids, Ids(alone.completed));
   }
+}
+
+// A job scoring its prompt (prompt_logprobs) runs one scoring forward per round: a job beside it
+// steps to its end meanwhile, and the scores equal the engine's own (sampler::PromptLogprobs).
+TEST_F(ExecutorServiceTest, AJobScoringItsPromptLetsTheOthersStepAndScoresAsTheEngineDoes) {
+  const auto& config = core_->model()->config();
+  std::vector<std::int64_t> prompt;
+  for (std::int64_t i = 0; i < 240; ++i) prompt.push_back(10 + (i * 37) % 5000);
+  v1::RunRequest scoring = Request(prompt, 4, 4, 4);  // 239 forwards of one 240-token row
+  scoring.mutable_params()->set_prompt_logprobs(2);
+  auto a = core_->Submit(*JobRequestFromProto(scoring, config));
+  auto b = core_->Submit(*JobRequestFromProto(Request({7, 8, 9}, 4, 4, 4), config));
+  ASSERT_TRUE(a.ok() && b.ok());
+  JobEvent ev;
+  while ((*b)->Next(ev, std::chrono::seconds(30)) && ev.kind == JobEvent::Kind::kStep) {
+  }
+  ASSERT_EQ(ev.kind, JobEvent::Kind::kCompleted) << ev.status.ToString();
+  EXPECT_FALSE((*a)->Next(ev, std::chrono::milliseconds(0))) << "the scoring job stepped before the other ended";
+  std::vector<JobEvent> events;
+  while ((*a)->Next(ev, std::chrono::seconds(60))) {
+    events.push_back(ev);
+    if (ev.kind != JobEvent::Kind::kStep) break;
+  }
+  ASSERT_EQ(events.back().kind, JobEvent::Kind::kCompleted) << events.back().status.ToString();
+  const auto engine = sampler::PromptLogprobs(*core_->model(), prompt, sampler::PromptScoring{2, 0, 4096, 0});
+  const auto& got = events.back().completed.prompt_logprobs;
+  ASSERT_EQ(got.size(), prompt.size() - 1);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].first, static_cast<std::int64_t>(i + 1));
+    EXPECT_EQ(got[i].second.token, prompt[i + 1]);
+    EXPECT_NEAR(got[i].second.logprob, engine[i + 1]->logprob, 1e-4) << i;
+    ASSERT_EQ(got[i].second.top.size(), 2u);
+  }
+  EXPECT_EQ(events.front().step.prompt_logprobs.size(), got.size()) << "the first step carries them";
+  for (std::size_t s = 1; s + 1 < events.size(); ++s) EXPECT_TRUE(events[s].step.prompt_logprobs.empty()) << s;
 }
 
 TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
