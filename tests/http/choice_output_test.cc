@@ -110,6 +110,36 @@ TEST(ChoiceOutputTest, CompletionsEchoComesFirstWithThePromptsLogprobsAndTrueOff
   }
 }
 
+TEST(ChoiceOutputTest, ScoreOnlyIsThePromptAloneWithItsLogprobsWholeAndStreamed) {
+  const std::string prompt = "And God said";
+  OutputPlan plan = Plan(Endpoint::kCompletions, 1, 1);
+  plan.echo = true;
+  plan.echo_text = prompt;
+  plan.echo_ids = Encode(prompt);
+  plan.score_only = true;
+  v1::Completed completed = Completed(Encode(" Let"), {}, 1);  // the one token the job ran: dropped
+  AddPromptLogprobs(plan.echo_ids, 1, *completed.mutable_prompt_logprobs());
+  const auto done = ChoiceOutput(plan).Finish(completed, "job-1");
+  EXPECT_EQ(done.text, prompt);
+  EXPECT_EQ(done.finish_reason, "length");
+  ASSERT_EQ(done.logprobs["tokens"].size(), plan.echo_ids.size()) << done.logprobs.dump();
+  EXPECT_TRUE(done.logprobs["token_logprobs"][0].is_null());
+  EXPECT_DOUBLE_EQ(done.logprobs["token_logprobs"][1].get<double>(), -11.0);
+  // Streamed: the prompt and its logprobs first, then nothing of the dropped token.
+  ChoiceOutput out(plan);
+  out.OnPromptLogprobs(completed.prompt_logprobs());
+  EXPECT_EQ(out.Begin().text, prompt);
+  v1::StepEvent step;
+  step.mutable_unmasked()->add_positions(0);
+  step.mutable_unmasked()->add_tokens(completed.ids(0));
+  const auto chunk = out.OnStep(step);
+  EXPECT_EQ(chunk.text, "");
+  EXPECT_TRUE(chunk.logprobs.is_null());
+  const auto last = out.Finish(completed, "job-1").last;
+  EXPECT_EQ(last.text, "");
+  EXPECT_TRUE(last.logprobs.is_null());
+}
+
 TEST(ChoiceOutputTest, EchoWithoutThePromptsLogprobsOrWithOthersTokensHasNulls) {
   const std::string prompt = "And God said";
   const auto gen = Encode(" Let");

@@ -343,6 +343,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"suffix": 5})", "suffix"}, BadCase{kText, R"({"suffix": ["end"]})", "suffix"},
         BadCase{kChat, R"({"suffix": "end"})", "suffix"},
         BadCase{kText, R"({"echo": "yes"})", "echo"}, BadCase{kText, R"({"echo": 1})", "echo"},
+        // max_tokens 0 is the prompt scored alone: only with echo and logprobs, no suffix or template.
+        BadCase{kText, R"({"max_tokens": 0})", "max_tokens"},
+        BadCase{kText, R"({"max_tokens": 0, "echo": true})", "max_tokens"},
+        BadCase{kText, R"({"max_tokens": 0, "logprobs": 1})", "max_tokens"},
+        BadCase{kText, R"({"max_tokens": 0, "echo": true, "logprobs": 1, "suffix": " end"})", "max_tokens"},
+        BadCase{kText, R"({"max_tokens": 0, "echo": true, "logprobs": 1, "template": "a <hole:2>"})", "max_tokens"},
+        BadCase{kChat, R"({"max_tokens": 0, "logprobs": true})", "max_tokens"},
         BadCase{kChat, R"({"echo": true})", "echo"},
         BadCase{kText, R"({"template": 5})", "template"}, BadCase{kText, R"({"template": ""})", "template"},
         BadCase{kChat, R"({"template": ["A <hole:2>"]})", "template"},
@@ -386,6 +393,19 @@ TEST(OpenAiRequestTest, CompletionsSuffixEchoLogprobsAndTemplateReachTheCoreRequ
   EXPECT_EQ(r->logprobs, -1);
   body["logprobs"] = 20;
   EXPECT_TRUE(ParseOpenAiRequest(Endpoint::kCompletions, body).ok());
+
+  // max_tokens 0 with echo and logprobs: the prompt alone, scored (the job runs one token).
+  json scoring = Completion();
+  scoring.update({{"echo", true}, {"logprobs", 1}, {"max_tokens", 0}});
+  r = ParseOpenAiRequest(Endpoint::kCompletions, scoring);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->score_only);
+  EXPECT_EQ(r->generate.params().gen_length(), 1);
+  EXPECT_EQ(r->generate.params().prompt_logprobs(), 1);
+  scoring["max_tokens"] = 1;
+  r = ParseOpenAiRequest(Endpoint::kCompletions, scoring);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->score_only);
 
   // A template: gen_length is the core's to set, so steps are not judged against the default
   // 128 here (the template may be longer).

@@ -77,6 +77,7 @@ ChoiceOutput::Chunk ChoiceOutput::Begin() {
 }
 
 ChoiceOutput::Chunk ChoiceOutput::OnStep(const v1::StepEvent& step) {
+  if (plan_.score_only) return {"", nullptr};
   const auto& u = step.unmasked();
   // StepEvent.logprobs is aligned with unmasked.positions; a core that sends them otherwise
   // still says each one's position.
@@ -116,6 +117,15 @@ void ChoiceOutput::FinishToolCalls(const std::string& text, const std::string& j
 ChoiceOutput::Done ChoiceOutput::Finish(const v1::Completed& c, const std::string& job_id) {
   for (const auto& lp : c.logprobs()) Record(lp, lp.position());  // the final word on each position
   OnPromptLogprobs(c.prompt_logprobs());
+  if (plan_.score_only) {
+    Done done;
+    done.text = plan_.echo_text;
+    done.finish_reason = "length";
+    done.tool_calls = nullptr;
+    done.logprobs = Json(EchoTokens(), 0);
+    done.last = {"", nullptr};
+    return done;
+  }
   const StreamedText::Final f = text_.Finish({c.ids().begin(), c.ids().end()}, c.finish_reason());
   Done done;
   done.text = (plan_.echo ? plan_.echo_text : "") + f.text;

@@ -46,6 +46,7 @@ struct OutputPlan {
   bool echo = false;
   std::string echo_text;                // the prompt as text (echo)
   std::vector<std::int64_t> echo_ids;   // its tokens (echo with logprobs)
+  bool score_only = false;              // max_tokens 0: the echoed prompt alone (the job's token dropped)
   v1::ToolUse tool_use;                 // chat with tools: the calls are read from the text
 };
 

@@ -110,7 +110,7 @@ class ChunkRenderer {
     const ChoiceOutput::Done f = outputs_[index].Finish(c, ev.job_id());
     out.push_back(SseData(LastDeltaChunk(a_.identity, f.last.text, f.tool_calls, f.finish_reason, FinishExtension(c),
                                          ev.index(), f.last.logprobs)));
-    completion_tokens_ += c.ids_size();
+    completion_tokens_ += a_.output.score_only ? 0 : c.ids_size();
     if (++completed_ < n_) return out;
     if (a_.request.include_usage)
       out.push_back(SseData(UsageChunk(a_.identity, Usage(a_.submitted.accepted().prompt_tokens(), completion_tokens_))));
@@ -187,6 +187,7 @@ Status CompletionService::PlanOutput(AcceptedCompletion& a) {
     plan.region = std::move(canvas->region);
   }
   plan.echo = r.echo;
+  plan.score_only = r.score_only;
   if (!r.echo) return OkStatus();
   if (r.generate.prompt_case() == v1::GenerateRequest::kIds) {
     plan.echo_ids.assign(r.generate.ids().ids().begin(), r.generate.ids().ids().end());
@@ -238,7 +239,7 @@ StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
   for (std::size_t i = 0; i < n; ++i) {
     const ChoiceOutput::Done output = ChoiceOutput(a.output).Finish(done[i], job_ids[i]);
     choices.push_back({output.text, output.finish_reason, output.logprobs, output.tool_calls});
-    completion_tokens += done[i].ids_size();
+    completion_tokens += a.output.score_only ? 0 : done[i].ids_size();
     json choice = {{"index", i}, {"job_id", job_ids[i]}, {"seed", seeds[i]}};
     choice.update(FinishExtension(done[i]));
     per_choice.push_back(std::move(choice));

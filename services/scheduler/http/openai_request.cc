@@ -1,5 +1,6 @@
 #include "services/scheduler/http/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -236,8 +237,16 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
     }
   }
   if (max_tokens) {
-    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*max_tokens, "max_tokens", 1, kMaxGenLength));
-    p.set_gen_length(n);
+    // 0 with echo (OpenAI's legacy scoring form): the prompt alone, scored; the job runs one
+    // token's step, whose token is dropped.
+    const bool zero = max_tokens->is_number_integer() && max_tokens->get<std::int64_t>() == 0;
+    if (zero && (endpoint != Endpoint::kCompletions || !out.echo || out.logprobs < 0))
+      return Bad("max_tokens", "must be at least 1 (0 only with echo and logprobs: the prompt scored alone)", *max_tokens);
+    if (zero && (!out.generate.suffix().empty() || !out.generate.template_text().empty()))
+      return Bad("max_tokens", "0 scores the prompt alone: it takes no suffix or template", *max_tokens);
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*max_tokens, "max_tokens", zero ? 0 : 1, kMaxGenLength));
+    out.score_only = n == 0;
+    p.set_gen_length(std::max<std::int64_t>(n, 1));
   }
   if (const json* v = Field(body, "steps")) {
     UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "steps", 1, kMaxGenLength));

@@ -129,6 +129,24 @@ test('echo: the prompt, then the completion; with logprobs the prompt\'s tokens 
   assert.deepEqual(first.logprobs.top_logprobs, choice.logprobs.top_logprobs.slice(0, promptTokens));
 });
 
+test('max_tokens 0 with echo and logprobs: the prompt alone, scored (OpenAI\'s legacy scoring form)', async () => {
+  const scored = await client.completions.create({ model: MODEL, prompt: PROMPT, max_tokens: 0, echo: true, logprobs: 1 });
+  const choice = scored.choices[0];
+  assert.equal(choice.text, PROMPT);
+  assert.equal(scored.usage.completion_tokens, 0);
+  const promptTokens = scored.usage.prompt_tokens;
+  assert.equal(choice.logprobs.tokens.length, promptTokens);
+  checkCompletionLogprobs(choice.text, choice.logprobs, 1, { nullFirst: 1, given: promptTokens });
+  const withToken = await client.completions.create({ model: MODEL, prompt: PROMPT, max_tokens: 1, echo: true, logprobs: 1 });
+  assert.deepEqual(choice.logprobs.token_logprobs, withToken.choices[0].logprobs.token_logprobs.slice(0, promptTokens));
+  let streamed = '';
+  for await (const chunk of await client.completions.create({ model: MODEL, prompt: PROMPT, max_tokens: 0, echo: true, logprobs: 1, stream: true })) streamed += chunk.choices[0]?.text ?? '';
+  assert.equal(streamed, PROMPT);
+  const err = await rejection(client.completions.create({ model: MODEL, prompt: PROMPT, max_tokens: 0 }));
+  assert.equal(err.status, 400);
+  assert.equal(err.param, 'max_tokens');
+});
+
 // What lm-evaluation-harness's local-completions model sends for a loglikelihood request: the
 // context and continuation as token ids, max_tokens 1, echo, logprobs 1; it sums
 // token_logprobs[ctxlen:-1]. On the trained model a verse's own continuation scores above the
