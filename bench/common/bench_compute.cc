@@ -1,8 +1,10 @@
 #include "bench/common/bench_compute.h"
 
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 
+#include "bench/common/bench_report.h"
 #include "common/model/compute_setup.h"
 #include "common/model/cpu_features.h"
 #include "common/model/torch_util.h"
@@ -51,6 +53,16 @@ std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const
     std::exit(1);
   }
   return std::move(*loaded);
+}
+
+std::string MachineFooter(const std::string& compute, int argc, char** argv) {
+  char today[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(today, sizeof today, "%Y-%m-%d", std::gmtime(&now));
+  const auto& cpu = model::HostCpuFeatures();
+  return "\nMachine: " + MachineDescription() + "; lscpu model name: " +
+         (cpu.model_name.empty() ? std::string("unknown") : cpu.model_name) + ", flags: " + model::DescribeCpuFlags(cpu) +
+         ". Compute: " + compute + ". Date: " + today + ". Command: `" + CommandLine(argc, argv) + "`.\n";
 }
 
 }  // namespace unmask::bench

@@ -21,4 +21,8 @@ std::string SetUpComputeOrExit(int threads = 0, const std::string& gemm = "auto"
 std::unique_ptr<model::LladaModel> LoadModelOrExit(const std::string& dir, const std::string& precision,
                                                    const model::ModelOptions& base = {});
 
+// The line under a table: the machine, lscpu's model name and the flags that matter, the compute
+// summary (SetUpComputeOrExit's), today's date (UTC) and the command that reproduces it.
+std::string MachineFooter(const std::string& compute, int argc, char** argv);
+
 }  // namespace unmask::bench

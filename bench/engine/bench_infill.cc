@@ -14,7 +14,6 @@
 #include <c10/core/GradMode.h>
 
 #include <CLI/CLI.hpp>
-#include <ctime>
 #include <iostream>
 #include <map>
 #include <set>
@@ -170,13 +169,6 @@ std::vector<ModeRun> ParseModes(const std::string& list, double threshold, const
   return runs;
 }
 
-std::string Today() {
-  char buf[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
-  return buf;
-}
-
 struct Options {
   std::string dir = "models/unmask-kjv", corpus_path, doc, precision = "bf16";
   std::string modes = "reference,dual_cache,threshold";
@@ -268,14 +260,6 @@ std::string Examples(const std::string& label, const std::vector<bench::InfillCa
   return out.str();
 }
 
-std::string Footer(const std::string& compute, int argc, char** argv) {
-  const auto& cpu = model::HostCpuFeatures();
-  return "\nMachine: " + bench::MachineDescription() + "; lscpu model name: " +
-         (cpu.model_name.empty() ? std::string("unknown") : cpu.model_name) +
-         ", flags: " + model::DescribeCpuFlags(cpu) + ". Compute: " + compute + ". Date: " + Today() +
-         ". Command: `" + bench::CommandLine(argc, argv) + "`.\n";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -321,7 +305,7 @@ int main(int argc, char** argv) {
       Describe(o, corpus.held_out.size(), cases.size(), all.size(), gap_tokens, lengths) +
       "| sampler | canvas | verses | corpus words | words in place | words anywhere | tokens in place | exact gaps | "
       "ended by EOS/EOT | forwards (mean) | ms per verse |\n|---|---|---|---|---|---|---|---|---|---|---|\n" +
-      gap_row + m.rows + Examples(runs.front().label, cases, picks, m) + Footer(compute, argc, argv);
+      gap_row + m.rows + Examples(runs.front().label, cases, picks, m) + bench::MachineFooter(compute, argc, argv);
   std::cout << text;
   if (!o.doc.empty() && !bench::ReplaceDocSection(o.doc, "infill", text)) return 1;
   return 0;

@@ -3,9 +3,7 @@
 #include <algorithm>
 
 namespace unmask::bench {
-namespace {
 
-// Indices of the tokens that start a word (0 always), and ids.size() as the end.
 StatusOr<std::vector<std::size_t>> WordStarts(const std::vector<std::int32_t>& ids, const tokenizer::Tokenizer& tok) {
   std::vector<std::size_t> starts;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -16,6 +14,8 @@ StatusOr<std::vector<std::size_t>> WordStarts(const std::vector<std::int32_t>& i
   starts.push_back(ids.size());
   return starts;
 }
+
+namespace {
 
 StatusOr<std::string> DecodeRange(const tokenizer::Tokenizer& tok, const std::vector<std::int32_t>& ids,
                                   std::size_t from, std::size_t to) {

@@ -31,6 +31,10 @@ struct InfillCase {
   std::string prefix_text, gap_text, suffix_text;
 };
 
+// Indices of the tokens that start a word (0 always: a token starts one when its text starts with
+// a space), then ids.size() as the end.
+StatusOr<std::vector<std::size_t>> WordStarts(const std::vector<std::int32_t>& ids, const tokenizer::Tokenizer& tok);
+
 // Every verse of `chapters` (in order) that the rule can cut.
 StatusOr<std::vector<InfillCase>> MakeInfillCases(const std::vector<train::Chapter>& chapters,
                                                   const tokenizer::Tokenizer& tok, const InfillRule& rule);
