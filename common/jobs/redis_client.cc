@@ -65,15 +65,23 @@ Status UnexpectedReply(const std::string& command, const std::string& what) {
 
 StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(const RedisEndpoint& endpoint) {
   const std::string where = endpoint.host + ":" + std::to_string(endpoint.port);
-  redisContext* context = redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port,
-                                                  ToTimeval(endpoint.connect_timeout_ms));
+  std::unique_ptr<TlsBridge> tls;
+  redisContext* context = nullptr;
+  if (endpoint.tls.enabled) {
+    auto bridge = TlsBridge::Open(endpoint.host, endpoint.port, endpoint.tls, endpoint.connect_timeout_ms);
+    if (!bridge.ok()) return UnavailableError("redis connect " + where + ": " + bridge.status().message());
+    tls = std::move(*bridge);
+    context = redisConnectFd(tls->TakePlainFd());
+  } else {
+    context = redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, ToTimeval(endpoint.connect_timeout_ms));
+  }
   if (context == nullptr) return UnavailableError("redis connect " + where + ": out of memory");
   if (context->err != 0) {
     std::string reason = context->errstr;
     redisFree(context);
     return UnavailableError("redis connect " + where + ": " + reason);
   }
-  std::unique_ptr<RedisConnection> connection(new RedisConnection(context, endpoint.io_timeout_ms));
+  std::unique_ptr<RedisConnection> connection(new RedisConnection(context, endpoint.io_timeout_ms, std::move(tls)));
   if (!endpoint.password.empty()) {
     UNMASK_ASSIGN_OR_RETURN(RedisReplyPtr reply, connection->Command({"AUTH", endpoint.password}));
     if (IsErrorReply(reply.get())) return ErrorReplyStatus("AUTH", reply.get());

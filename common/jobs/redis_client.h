@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/jobs/redis_tls.h"
 #include "common/util/status.h"
 
 namespace unmask::jobs {
@@ -35,6 +36,7 @@ struct RedisEndpoint {
   int db = 0;            // SELECT when non-zero
   int connect_timeout_ms = 2000;
   int io_timeout_ms = 5000;  // per command; blocking commands get their block time on top
+  RedisTlsOptions tls;       // TLS (redis_tls.h): each connection through its own TlsBridge
 };
 
 struct ReplyDeleter {
@@ -75,13 +77,14 @@ class RedisConnection {
   bool closed_by_peer() const { return closed_by_peer_; }
 
  private:
-  RedisConnection(redisContext* context, int io_timeout_ms)
-      : context_(context), io_timeout_ms_(io_timeout_ms) {}
+  RedisConnection(redisContext* context, int io_timeout_ms, std::unique_ptr<TlsBridge> tls)
+      : context_(context), io_timeout_ms_(io_timeout_ms), tls_(std::move(tls)) {}
   Status TransportError(const std::string& command);
   Status SetTimeout(std::int64_t ms);
 
   redisContext* context_;
   int io_timeout_ms_;
+  std::unique_ptr<TlsBridge> tls_;  // with TLS: what context_'s socket leads to (freed after it)
   std::int64_t current_timeout_ms_ = -1;
   bool broken_ = false;
   bool closed_by_peer_ = false;

@@ -44,7 +44,8 @@ StatusOr<std::unique_ptr<RedisJobStore>> RedisJobStore::Connect(RedisJobStoreOpt
 
 std::string RedisJobStore::Describe() const {
   const RedisEndpoint& e = options_.endpoint;
-  return "Redis job store at " + e.host + ":" + std::to_string(e.port) + " (db " +
+  const std::string tls = !e.tls.enabled ? "plaintext" : e.tls.cert_file.empty() ? "TLS" : "mutual TLS";
+  return "Redis job store at " + e.host + ":" + std::to_string(e.port) + " (" + tls + ", db " +
          std::to_string(e.db) + ", keys " + options_.key_prefix + ":*, group " +
          options_.consumer_group +
          "): jobs survive a scheduler restart, and a Redis restart when Redis persists (AOF)";

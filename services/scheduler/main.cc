@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   tls::AddClientTlsFlags(app, &o.executor_tls, "executor", "the executors");
   telemetry::AddTelemetryOptions(app, &o.telemetry);
   tls::AddClientTlsFlags(app, &o.otlp_tls, "otlp", "the OTLP trace receiver");
+  tls::AddClientTlsFlags(app, &o.redis_tls, "redis", "Redis (its tls-port)");
+  app.get_option("--redis-tls-refresh-seconds")
+      ->description("Must stay 0: each new Redis connection reads --redis-tls-ca, -cert and -key anew (renewed files "
+                    "reach new connections without a restart)");
   tls::AddServerTlsFlags(app, &o.metrics_tls, "metrics-", "the /metrics endpoint");
   CLI11_PARSE(app, argc, argv);
   if (const char* password = std::getenv("UNMASK_REDIS_PASSWORD")) o.redis_password = password;

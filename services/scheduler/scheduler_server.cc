@@ -32,6 +32,31 @@ Status Usage(const Status& cause, std::string message) {
   return services::ReportStartFailure(kProgram, cause, std::move(message), 2);
 }
 
+// The job store's TLS from the --redis-tls-* flags, checked (errors name the flag; exit 2).
+StatusOr<jobs::RedisTlsOptions> RedisTls(const tls::ClientTlsOptions& flags, const std::string& redis) {
+  jobs::RedisTlsOptions out;
+  if (!flags.wanted()) return out;
+  if (redis.empty())
+    return Usage(InvalidArgumentError("--redis-tls: needs --redis (the in-process queue has no connection)"),
+                 "--redis-tls: needs --redis (the in-process queue has no connection)");
+  if (flags.refresh_seconds != 0) {
+    const std::string m = "--redis-tls-refresh-seconds: must stay 0: each new Redis connection reads the files anew";
+    return Usage(InvalidArgumentError(m), m);
+  }
+  if (auto loaded = tls::LoadClientTls(flags); !loaded.ok()) return Usage(loaded.status(), loaded.status().message());
+  out.enabled = true;
+  out.ca_file = flags.ca_file;
+  out.cert_file = flags.cert_file;
+  out.key_file = flags.key_file;
+  out.server_name = flags.server_name;
+  if (Status s = jobs::CheckRedisTls(out); !s.ok()) {
+    const std::string m = "--redis-tls-" + std::string(s.field() == "ca_file" ? "ca" : s.field() == "cert_file" ? "cert" : "key") +
+                          " " + s.message();
+    return Usage(s, m);
+  }
+  return out;
+}
+
 }  // namespace
 
 struct SchedulerServer::Prepared {
@@ -39,6 +64,7 @@ struct SchedulerServer::Prepared {
   int compute_bytes = 2;
   std::optional<tls::ServerTlsMaterial> tls, http_tls;
   std::optional<tls::ClientTlsMaterial> executor_tls;
+  jobs::RedisTlsOptions redis_tls;
 };
 
 // The flags' checks, before anything starts: the policies, the limits, the TLS material and the
@@ -67,6 +93,7 @@ StatusOr<SchedulerServer::Prepared> SchedulerServer::Prepare(SchedulerServerOpti
   out.tls = *tls;
   out.http_tls = *http_tls;
   out.executor_tls = *executor_tls;
+  UNMASK_ASSIGN_OR_RETURN(out.redis_tls, RedisTls(o.redis_tls, o.redis));
   if (!o.api_keys_file.empty()) {
     auto keys = auth::ApiKeys::Load(o.api_keys_file);
     if (!keys.ok()) return Usage(keys.status(), "--api-keys-file " + keys.status().message());
@@ -81,7 +108,7 @@ StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::Start(const Schedule
   std::unique_ptr<SchedulerServer> server(new SchedulerServer(options));
   UNMASK_ASSIGN_OR_RETURN(const Prepared prepared, Prepare(server->options_));
   UNMASK_RETURN_IF_ERROR(server->StartTelemetry());
-  UNMASK_RETURN_IF_ERROR(server->OpenStore());
+  UNMASK_RETURN_IF_ERROR(server->OpenStore(prepared.redis_tls));
   UNMASK_RETURN_IF_ERROR(server->ServeGrpc(prepared));
   UNMASK_RETURN_IF_ERROR(server->ServeHttp(prepared));
   server->dispatcher_->Start();
@@ -102,7 +129,7 @@ Status SchedulerServer::StartTelemetry() {
   return OkStatus();
 }
 
-Status SchedulerServer::OpenStore() {
+Status SchedulerServer::OpenStore(const jobs::RedisTlsOptions& redis_tls) {
   const std::string& redis = options_.redis;
   if (redis.empty()) {
     store_ = std::make_unique<jobs::MemoryJobStore>();
@@ -115,6 +142,7 @@ Status SchedulerServer::OpenStore() {
     redis_options.endpoint.host = address->host;
     redis_options.endpoint.port = address->port;
     redis_options.endpoint.password = options_.redis_password;
+    redis_options.endpoint.tls = redis_tls;
     auto connected = jobs::RedisJobStore::Connect(redis_options);
     if (!connected.ok()) {
       return services::ReportStartFailure(kProgram, connected.status(),

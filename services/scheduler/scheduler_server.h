@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/jobs/job_store.h"
+#include "common/jobs/redis_tls.h"
 #include "common/telemetry/telemetry.h"
 #include "common/util/status.h"
 #include "services/common/server_runner.h"
@@ -70,6 +71,7 @@ struct SchedulerServerOptions {
   tls::ServerTlsOptions http_tls;  // none given: the HTTP API follows `tls`
   tls::ClientTlsOptions executor_tls;
   telemetry::TelemetryOptions telemetry = SchedulerTelemetryDefaults();
+  tls::ClientTlsOptions redis_tls;  // --redis-tls-*: the job store's connections over TLS
   tls::ClientTlsOptions otlp_tls;  // --otlp-tls-*: the spans to the OTLP receiver over TLS
   tls::ServerTlsOptions metrics_tls;  // --metrics-tls-*: /metrics over HTTPS
 };
@@ -93,7 +95,7 @@ class SchedulerServer {
   explicit SchedulerServer(const SchedulerServerOptions& options) : options_(options) {}
   static StatusOr<Prepared> Prepare(SchedulerServerOptions& o);
   Status StartTelemetry();
-  Status OpenStore();
+  Status OpenStore(const jobs::RedisTlsOptions& redis_tls);
   Status ServeGrpc(const Prepared& prepared);
   Status ServeHttp(const Prepared& prepared);
 

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "common/jobs/testing/redis_server.h"
 #include "tests/e2e/stack.h"
 #include "tests/tls/test_pki.h"
 
@@ -317,6 +318,54 @@ TEST(TlsEndToEndTest, BadTlsFlagsAreRefusedAtStartNamingTheFlagAndFile) {
   r = RunCli("--tls-ca " + dir.File("garbage.pem") + " models");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("--tls-ca " + dir.File("garbage.pem")));
+}
+
+// The job store over mutual TLS to Redis's tls-port (the scheduler's --redis-tls-* flags): jobs
+// are stored and served through it; a scheduler without the client certificate or without TLS
+// does not start; bad flags are refused naming the flag.
+TEST(TlsEndToEndTest, TheJobStoreOverMutualTlsToRedis) {
+  const TestPki pki;
+  const int tls_port = jobs::testing::PickFreePort();
+  jobs::testing::RedisServerOptions options;
+  options.extra_args = {"--tls-port", std::to_string(tls_port), "--tls-cert-file", pki.server_cert(),
+                        "--tls-key-file", pki.server_key(), "--tls-ca-cert-file", pki.ca(), "--tls-auth-clients", "yes"};
+  auto redis = jobs::testing::RedisServer::Start(options);
+  ASSERT_TRUE(redis.ok()) << redis.status().ToString();
+  const std::string address = "127.0.0.1:" + std::to_string(tls_port);
+  const std::vector<std::string> tls = {"--redis-tls-ca", pki.ca(), "--redis-tls-cert", pki.client_cert(),
+                                        "--redis-tls-key", pki.client_key()};
+  Stack stack;
+  stack.StartLoader();
+  stack.StartExecutor();
+  const int s = stack.StartScheduler(Concat({"--redis", address}, tls));
+  EXPECT_THAT(stack.scheduler(s).output(), HasSubstr("Redis job store at " + address + " (mutual TLS"));
+  CliResult r = stack.Cli(s, kGenerate);
+  ASSERT_EQ(r.exit_code, 0) << r.out << stack.scheduler(s).output();
+  EXPECT_THAT(r.out, HasSubstr("\"completed\""));
+  r = stack.Cli(s, "jobs --limit 5");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("succeeded")) << "the job, read back from Redis over TLS";
+
+  // Refused at start: no client certificate, no TLS at all (plain RESP to the TLS port).
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--redis-tls-ca", pki.ca()},
+                                                std::vector<std::string>{}}) {
+    auto [code, out] = Refused(
+        Concat({SCHEDULER_BIN, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--redis", address}, flags));
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_THAT(out, HasSubstr("--redis " + address)) << out;
+  }
+  // Bad flags: exit 2, the flag named.
+  auto [code, out] = Refused({SCHEDULER_BIN, "--listen", "127.0.0.1:0", "--redis", address, "--redis-tls-ca",
+                              pki.File("missing.crt")});
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, AllOf(HasSubstr("--redis-tls-ca " + pki.File("missing.crt")), HasSubstr("cannot read it")));
+  std::tie(code, out) = Refused({SCHEDULER_BIN, "--listen", "127.0.0.1:0", "--redis-tls"});
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("--redis-tls: needs --redis"));
+  std::tie(code, out) =
+      Refused({SCHEDULER_BIN, "--listen", "127.0.0.1:0", "--redis", address, "--redis-tls-refresh-seconds", "30"});
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("--redis-tls-refresh-seconds: must stay 0"));
 }
 
 }  // namespace
