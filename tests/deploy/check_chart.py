@@ -494,6 +494,140 @@ def metrics_tls_mutual():
         check(ep["tlsConfig"] == dict(want, serverName="llm-unmask"), "tlsConfig with serverName: %s" % ep["tlsConfig"])
 
 
+REDIS_TLS_FILES = {"redis-tls-ca": "/etc/unmask-redis-tls/ca.crt", "redis-tls-cert": "/etc/unmask-redis-tls/tls.crt",
+                   "redis-tls-key": "/etc/unmask-redis-tls/tls.key"}
+EXTERNAL_REDIS = ["--set", "redis.mode=external", "--set", "redis.external.address=redis.example.com:6380"]
+REDIS_TLS = EXTERNAL_REDIS + ["--set", "redis.external.tls.enabled=true"]
+
+
+def redis_tls_args(docs, c):
+    """The --redis-tls* flags of a container, checked to follow its --redis (if it has any)."""
+    got = [a for a in c.get("args", []) or [] if a.startswith("--redis-tls")]
+    if got:
+        i = c["args"].index("--redis=$(UNMASK_REDIS)")
+        check(c["args"][i + 1:i + 1 + len(got)] == got, "%s: the Redis TLS flags follow --redis: %s" % (c["name"], c["args"]))
+    return got
+
+
+def check_no_redis_tls(docs, why):
+    for o in objs(docs):
+        if o["kind"] in ("Deployment", "StatefulSet", "Pod"):
+            check(not any(v["name"] == "redis-tls" for v in pod_spec(o).get("volumes", []) or []),
+                  "%s has the redis-tls volume %s" % (o["metadata"]["name"], why))
+            for c in containers(o, init=True):
+                check(not redis_tls_args(docs, c), "%s has --redis-tls flags %s" % (c["name"], why))
+
+
+def check_redis_tls_mount(o, c, secret, items, mount="/etc/unmask-redis-tls"):
+    vols = {v["name"]: v for v in pod_spec(o)["volumes"]}
+    mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+    m = mounts.get(mount)
+    check(m and m.get("readOnly") is True, "%s must mount the Redis TLS Secret read-only at %s: %s" % (c["name"], mount, mounts))
+    check(m["name"] == "redis-tls", "%s: the Redis TLS mount is the volume redis-tls, not %s" % (c["name"], m["name"]))
+    check(vols[m["name"]]["secret"]["secretName"] == secret, "%s mounts %s, want the Secret %s" % (c["name"], vols[m["name"]], secret))
+    got = sorted(i["path"] for i in vols[m["name"]]["secret"]["items"])
+    check(got == items, "Redis TLS items %s, want %s" % (got, items))
+
+
+def check_redis_tls_only_scheduler(docs):
+    """The loader, the executors and helm test never talk to Redis: no Redis TLS flag or volume."""
+    for o in objs(docs):
+        if o["kind"] in ("StatefulSet", "Pod"):
+            check(not any(v["name"] == "redis-tls" for v in pod_spec(o).get("volumes", []) or []),
+                  "%s has the redis-tls volume" % o["metadata"]["name"])
+            for c in containers(o, init=True):
+                check(not any(a.startswith("--redis") for a in c.get("args", []) or []), "%s has --redis flags" % c["name"])
+
+
+@case
+def redis_tls():
+    # Off by default; redis.external.tls.enabled=false renders byte for byte what the chart renders
+    # without redis.external.tls (a fixed key file: the generated API key differs on every render).
+    check_no_redis_tls(render()[0], "by default")
+    check_no_redis_tls(render(*EXTERNAL_REDIS)[0], "with an external Redis")
+    fixed = ["--set", "scheduler.apiKeys.entries={sha256:%s}" % ("c" * 64)]
+    others = ["--set", "redis.external.tls.secretName=redis-client", "--set", "redis.external.tls.clientCertificate=true",
+              "--set", "redis.external.tls.caCertificate=false", "--set", "redis.external.tls.serverName=redis.internal",
+              "--set", "redis.external.tls.mountPath=/certs"]
+    for extra in ([], EXTERNAL_REDIS, ["--set", "redis.mode=none"],
+                  EXTERNAL_REDIS + ["--set", "tls.enabled=true", "--set", "tls.secretName=my-tls"]):
+        want = run_renderer(fixed + extra)
+        check(want.returncode == 0, want.stderr)
+        for more in (["--set", "redis.external.tls.enabled=false"], others):
+            got = run_renderer(fixed + extra + more)
+            check(got.returncode == 0 and got.stdout == want.stdout,
+                  "redis.external.tls.enabled=false must render what the chart renders without it (%s)" % " ".join(extra + more))
+    # An external Redis over TLS checked against the Secret's ca.crt, next to the services' own TLS
+    # (whose tls.refreshSeconds must not give the scheduler a --redis-tls-refresh-seconds).
+    docs, notes = render(*REDIS_TLS, "--set", "redis.external.tls.secretName=redis-ca",
+                         "--set", "tls.enabled=true", "--set", "tls.secretName=my-tls")
+    dep = one(docs, "Deployment", "scheduler")
+    sched = container(dep, "scheduler")
+    check(flag1(docs, sched, "redis") == "redis.example.com:6380", "scheduler --redis is the external address")
+    got = redis_tls_args(docs, sched)
+    want = ["--redis-tls", "--redis-tls-ca=%s" % REDIS_TLS_FILES["redis-tls-ca"]]
+    check(got == want, "scheduler Redis TLS flags %s, want %s" % (got, want))
+    check(not any("redis-tls-refresh-seconds" in a for a in sched["args"]), "no --redis-tls-refresh-seconds (it must stay 0)")
+    check(flag1(docs, sched, "executor-tls-refresh-seconds") == "60", "the executor TLS still re-reads its files")
+    check_redis_tls_mount(dep, sched, "redis-ca", ["ca.crt"])
+    check_tls_mount(docs, dep, sched, "my-tls")
+    check_redis_tls_only_scheduler(docs)
+    check("external Redis at redis.example.com:6380" in notes, "NOTES names the external Redis")
+    # Another mount path.
+    docs, _ = render(*REDIS_TLS, "--set", "redis.external.tls.secretName=redis-ca", "--set", "redis.external.tls.mountPath=/certs/redis")
+    dep = one(docs, "Deployment", "scheduler")
+    sched = container(dep, "scheduler")
+    check(flag1(docs, sched, "redis-tls-ca") == "/certs/redis/ca.crt", "--redis-tls-ca follows redis.external.tls.mountPath")
+    check_redis_tls_mount(dep, sched, "redis-ca", ["ca.crt"], mount="/certs/redis")
+
+
+@case
+def redis_tls_mutual():
+    # Mutual TLS toward Redis with a name of its own, next to the services' own TLS, the tracing TLS
+    # and the metrics TLS (four Secrets in the scheduler).
+    docs, _ = render(*REDIS_TLS, "--set", "redis.external.tls.secretName=redis-client",
+                     "--set", "redis.external.tls.clientCertificate=true", "--set", "redis.external.tls.serverName=redis.internal",
+                     "--set", "tls.enabled=true", "--set", "tls.secretName=my-tls", *OTLP, "--set", "tracing.tls.enabled=true",
+                     "--set", "tracing.tls.secretName=otel-ca", *METRICS_TLS)
+    dep = one(docs, "Deployment", "scheduler")
+    sched = container(dep, "scheduler")
+    got = redis_tls_args(docs, sched)
+    want = ["--redis-tls"] + ["--%s=%s" % (f, p) for f, p in REDIS_TLS_FILES.items()] + ["--redis-tls-server-name=redis.internal"]
+    check(got == want, "scheduler Redis TLS flags %s, want %s" % (got, want))
+    check(not any("redis-tls-refresh-seconds" in a for a in sched["args"]), "no --redis-tls-refresh-seconds (it must stay 0)")
+    check_redis_tls_mount(dep, sched, "redis-client", ["ca.crt", "tls.crt", "tls.key"])
+    check_tls_mount(docs, dep, sched, "my-tls")
+    check_otlp_tls_mount(dep, sched, "otel-ca", ["ca.crt"])
+    check_metrics_tls_mount(dep, sched, "unmask-metrics-tls", ["tls.crt", "tls.key"])
+    check(len({v["name"] for v in pod_spec(dep)["volumes"]}) == len(pod_spec(dep)["volumes"]), "volume names are unique")
+    check_redis_tls_only_scheduler(docs)
+
+
+@case
+def redis_tls_system_roots():
+    # caCertificate=false: the system's roots; without a client certificate no Secret at all.
+    docs, _ = render(*REDIS_TLS, "--set", "redis.external.tls.caCertificate=false")
+    dep = one(docs, "Deployment", "scheduler")
+    sched = container(dep, "scheduler")
+    check(redis_tls_args(docs, sched) == ["--redis-tls"], "just --redis-tls with the system's roots: %s" % redis_tls_args(docs, sched))
+    check(not any(v["name"] == "redis-tls" for v in pod_spec(dep)["volumes"]), "no Redis TLS volume without a Secret")
+    check(not any(m["name"] == "redis-tls" for m in sched["volumeMounts"]), "no Redis TLS mount without a Secret")
+    # A Secret named but unused (no CA, no client certificate) is not mounted either.
+    docs2, _ = render(*REDIS_TLS, "--set", "redis.external.tls.caCertificate=false", "--set", "redis.external.tls.secretName=unused")
+    check(one(docs2, "Deployment", "scheduler") == dep, "an unused Secret changes nothing")
+    docs, _ = render(*REDIS_TLS, "--set", "redis.external.tls.caCertificate=false", "--set", "redis.external.tls.serverName=redis.internal")
+    got = redis_tls_args(docs, container(one(docs, "Deployment", "scheduler"), "scheduler"))
+    check(got == ["--redis-tls", "--redis-tls-server-name=redis.internal"], "system's roots with a server name: %s" % got)
+    # A client certificate checked by a Redis whose own certificate chains to the system's roots.
+    docs, _ = render(*REDIS_TLS, "--set", "redis.external.tls.caCertificate=false", "--set", "redis.external.tls.clientCertificate=true",
+                     "--set", "redis.external.tls.secretName=redis-client")
+    dep = one(docs, "Deployment", "scheduler")
+    sched = container(dep, "scheduler")
+    want = ["--redis-tls", "--redis-tls-cert=%s" % REDIS_TLS_FILES["redis-tls-cert"], "--redis-tls-key=%s" % REDIS_TLS_FILES["redis-tls-key"]]
+    check(redis_tls_args(docs, sched) == want, "client certificate, system's roots: %s" % redis_tls_args(docs, sched))
+    check_redis_tls_mount(dep, sched, "redis-client", ["tls.crt", "tls.key"])
+
+
 @case
 def values_file():
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
@@ -647,6 +781,23 @@ def fail_metrics_tls_without_secret():
     render_fails(["--set", "metrics.tls.enabled=true"], "metrics.tls.secretName is required when metrics.tls.enabled")
     render_fails(SERVICE_MONITOR + ["--set", "metrics.tls.enabled=true", "--set", "metrics.tls.requireClientCert=true"],
                  "metrics.tls.secretName is required when metrics.tls.enabled")
+
+
+@case
+def fail_redis_tls_without_external_redis():
+    render_fails(["--set", "redis.external.tls.enabled=true", "--set", "redis.external.tls.secretName=redis-ca"],
+                 "redis.external.tls.enabled needs redis.mode=external (redis.mode is bundled)")
+    render_fails(["--set", "redis.mode=none", "--set", "redis.external.tls.enabled=true", "--set", "redis.external.tls.secretName=redis-ca"],
+                 "redis.external.tls.enabled needs redis.mode=external (redis.mode is none)")
+
+
+@case
+def fail_redis_tls_without_secret():
+    render_fails(REDIS_TLS, "redis.external.tls.secretName is required when redis.external.tls.enabled")
+    render_fails(REDIS_TLS + ["--set", "redis.external.tls.clientCertificate=true"],
+                 "redis.external.tls.secretName is required with redis.external.tls.clientCertificate")
+    render_fails(REDIS_TLS + ["--set", "redis.external.tls.caCertificate=false", "--set", "redis.external.tls.clientCertificate=true"],
+                 "redis.external.tls.secretName is required with redis.external.tls.clientCertificate")
 
 
 @case

@@ -380,6 +380,77 @@ tlsConfig:
 {{- end -}}
 {{- end -}}
 
+{{/* Redis TLS --------------------------------------------------------------------------------- */}}
+
+{{/* "true" when the scheduler reaches the external Redis over TLS (redis.external.tls.enabled with
+       redis.mode=external; unmask.validate refuses it with any other mode). */}}
+{{- define "unmask.redisTls" -}}
+{{- if and .Values.redis.external.tls.enabled (eq .Values.redis.mode "external") -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the Redis TLS Secret is mounted in the scheduler container: it holds the CA
+       (caCertificate) or the client certificate (clientCertificate). */}}
+{{- define "unmask.redisTlsMounted" -}}
+{{- $t := .Values.redis.external.tls -}}
+{{- if and (include "unmask.redisTls" .) $t.secretName (or $t.caCertificate $t.clientCertificate) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The scheduler's flags toward Redis (the list items), empty without unmask.redisTls. Without
+       caCertificate: the system's roots. Never --redis-tls-refresh-seconds (it must stay 0: the
+       scheduler reads the files at each new connection), whatever tls.refreshSeconds says. */}}
+{{- define "unmask.redisTlsArgs" -}}
+{{- if include "unmask.redisTls" . -}}
+{{- $t := .Values.redis.external.tls -}}
+{{- $d := $t.mountPath -}}
+- --redis-tls
+{{- if and $t.secretName $t.caCertificate }}
+- --redis-tls-ca={{ $d }}/ca.crt
+{{- end }}
+{{- if and $t.secretName $t.clientCertificate }}
+- --redis-tls-cert={{ $d }}/tls.crt
+- --redis-tls-key={{ $d }}/tls.key
+{{- end }}
+{{- with $t.serverName }}
+- --redis-tls-server-name={{ . }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The volumeMount (a list item) of the Redis TLS Secret, empty unless unmask.redisTlsMounted. */}}
+{{- define "unmask.redisTlsVolumeMount" -}}
+{{- if include "unmask.redisTlsMounted" . -}}
+- name: redis-tls
+  mountPath: {{ .Values.redis.external.tls.mountPath }}
+  readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* The volume (a list item) of the Redis TLS Secret, empty unless unmask.redisTlsMounted; ca.crt
+       only with caCertificate, tls.crt and tls.key only with clientCertificate. */}}
+{{- define "unmask.redisTlsVolume" -}}
+{{- if include "unmask.redisTlsMounted" . -}}
+{{- $t := .Values.redis.external.tls -}}
+- name: redis-tls
+  secret:
+    secretName: {{ $t.secretName }}
+    items:
+      {{- if $t.caCertificate }}
+      - key: ca.crt
+        path: ca.crt
+      {{- end }}
+      {{- if $t.clientCertificate }}
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+      {{- end }}
+{{- end -}}
+{{- end -}}
+
 {{/* The settings every service reads from the ConfigMap (expanded in args as $(NAME)). */}}
 {{- define "unmask.commonArgs" -}}
 - --otlp-endpoint=$(UNMASK_OTLP_ENDPOINT)
@@ -424,6 +495,19 @@ tlsConfig:
 {{- end -}}
 {{- if and .Values.tracing.tls.clientCertificate (not .Values.tracing.tls.secretName) -}}
 {{- fail "tracing.tls.secretName is required with tracing.tls.clientCertificate (a Secret with ca.crt, tls.crt and tls.key)" -}}
+{{- end -}}
+{{- end -}}
+{{- $rt := .Values.redis.external.tls -}}
+{{- if $rt.enabled -}}
+{{- if ne .Values.redis.mode "external" -}}
+{{- fail (printf "redis.external.tls.enabled needs redis.mode=external (redis.mode is %s): the bundled Redis speaks plaintext and redis.mode=none has no Redis connection; set redis.mode=external and redis.external.address to a Redis that serves TLS, or redis.external.tls.enabled=false" .Values.redis.mode) -}}
+{{- end -}}
+{{- if not $rt.secretName -}}
+{{- if $rt.clientCertificate -}}
+{{- fail "redis.external.tls.secretName is required with redis.external.tls.clientCertificate (a Secret with tls.crt and tls.key, and ca.crt with caCertificate)" -}}
+{{- else if $rt.caCertificate -}}
+{{- fail "redis.external.tls.secretName is required when redis.external.tls.enabled (a Secret with ca.crt, the CA Redis's certificate must chain to); to check Redis against the system's roots instead, set redis.external.tls.caCertificate=false" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.scheduler.apiKeys.enabled .Values.scheduler.apiKeys.existingSecret -}}
