@@ -146,6 +146,8 @@ def http_seeds(corpus):
         "ids.json": {"model": "tiny", "prompt": [1, 2, 3], "max_completion_tokens": 8, "factor": 1.5, "cfg_scale": 0.5,
                      "sampler": "prefix_cache+factor", "top_p": 1, "best_of": 1, "response_format": {"type": "text"}},
         "refused.json": {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "logprobs": True, "n": 2},
+        "scoring.json": {"model": "tiny", "prompt": "In the beginning God", "max_tokens": 0, "echo": True,
+                         "logprobs": 1, "temperature": 0},
         "tools.json": {"model": "tiny", "messages": [
             {"role": "user", "content": "Weather?"},
             {"role": "assistant", "content": None, "tool_calls": [
