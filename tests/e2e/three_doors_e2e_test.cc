@@ -1,7 +1,8 @@
 // One request, three doors: the same generation asked with no block_length and no steps through
 // `unmask-engine generate` (the engine in-process), the gRPC API (the `unmask` CLI against the
 // real scheduler, executor and loader) and the OpenAI-compatible HTTP API gives the same ids and
-// text, because every door fills the parameters from the one generation library's defaults.
+// text, because every door fills the parameters from the one generation library's defaults; and
+// the same prompt log-probabilities.
 // On the trained model (models/unmask-kjv), as a user would ask it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -73,6 +74,49 @@ TEST(ThreeDoorsEndToEndTest, TheSameRequestGivesTheSameIdsThroughEngineGrpcAndHt
   const json info = json::parse(job.out, nullptr, false);
   ASSERT_FALSE(info.is_discarded()) << job.out;
   EXPECT_EQ(IdsOf(info["result"]["ids"]), engine_ids) << job.out;
+}
+
+// The prompt's log-probabilities through the three doors: the engine's --prompt-logprobs, the
+// gRPC API's Completed.prompt_logprobs and the HTTP API's echo with logprobs give the same values.
+TEST(ThreeDoorsEndToEndTest, ThePromptsLogprobsAreTheSameThroughEngineGrpcAndHttp) {
+  Stack stack(UNMASK_MODELS_DIR "/unmask-kjv", "unmask-kjv");
+  stack.StartLoader();
+  stack.StartExecutor({"--precision", "auto"});
+  const int s = stack.StartScheduler({"--http-port", "0"});
+  const int http_port = HttpPort(stack.scheduler(s));
+  ASSERT_GT(http_port, 0) << stack.scheduler(s).output();
+  const std::string ask = std::string(" --prompt '") + kPrompt + "' --gen-length 8 --prompt-logprobs 2 --json";
+
+  CliResult engine = RunCommand(std::string(ENGINE_BIN) + " generate --model " UNMASK_MODELS_DIR "/unmask-kjv" + ask);
+  ASSERT_EQ(engine.exit_code, 0) << engine.out;
+  const json e = LastLineWith(engine.out, "prompt_logprobs");
+  ASSERT_FALSE(e.is_null()) << engine.out;
+  const json engine_lp = e["prompt_logprobs"][0];
+  ASSERT_GE(engine_lp.size(), 4u) << engine.out;
+
+  CliResult grpc = stack.Cli(s, "generate --model unmask-kjv" + ask);
+  ASSERT_EQ(grpc.exit_code, 0) << grpc.out;
+  const json completed = LastLineWith(grpc.out, "completed");
+  ASSERT_FALSE(completed.is_null()) << grpc.out;
+  const json grpc_lp = completed["completed"]["prompt_logprobs"];
+  ASSERT_EQ(grpc_lp.size(), engine_lp.size()) << grpc.out;
+
+  httplib::Client client("127.0.0.1", http_port);
+  client.set_read_timeout(120);
+  const json body = {{"model", "unmask-kjv"}, {"prompt", kPrompt}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 2}};
+  auto res = client.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json http_lp = json::parse(res->body)["choices"][0]["logprobs"];
+  ASSERT_EQ(http_lp["token_logprobs"].size(), engine_lp.size() + 1) << res->body;
+  EXPECT_TRUE(http_lp["token_logprobs"][0].is_null());
+  for (std::size_t i = 0; i < engine_lp.size(); ++i) {
+    EXPECT_EQ(engine_lp[i]["position"].get<std::int64_t>(), static_cast<std::int64_t>(i + 1));
+    const double want = engine_lp[i]["logprob"].get<double>();
+    EXPECT_NEAR(grpc_lp[i]["logprob"].get<double>(), want, 1e-6) << i;
+    EXPECT_NEAR(http_lp["token_logprobs"][i + 1].get<double>(), want, 1e-6) << i;
+    EXPECT_EQ(engine_lp[i]["top"].size(), 2u);
+  }
 }
 
 }  // namespace

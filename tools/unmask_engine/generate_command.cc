@@ -17,6 +17,7 @@
 #include "common/model/torch_util.h"
 #include "common/registry/progressive_loader.h"
 #include "common/segment/weight_view.h"
+#include "common/sampler/prompt_logprobs.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/canvas_text.h"
 #include "common/tokenizer/checkpoint_chat_template.h"
@@ -152,6 +153,12 @@ StatusOr<generation::GenerationParams> ResolveParams(const GenerateOptions& o, c
                                                                     "], got " + std::to_string(*o.logprobs));
     params.logprobs = *o.logprobs;
   }
+  if (o.prompt_logprobs) {
+    if (*o.prompt_logprobs < 0)
+      return InvalidFieldError("--prompt-logprobs", "must be in [0, " + std::to_string(generation::kMaxLogprobs) +
+                                                        "], got " + std::to_string(*o.prompt_logprobs));
+    params.prompt_logprobs = *o.prompt_logprobs;
+  }
   UNMASK_RETURN_IF_ERROR(AsFlagError(generation::ValidateFields(params)));
   UNMASK_RETURN_IF_ERROR(AsFlagError(generation::ValidateSamplerForModel(params.sampler, config)));
   return params;
@@ -165,6 +172,8 @@ struct Printed {
   const sampler::PromptBatch& prompts;
   const model::ComputeSetup& setup;
   const model::ComputeChoice& compute;
+  // With --prompt-logprobs: per prompt row, per prompt token (the first has none).
+  const std::vector<std::vector<std::optional<sampler::TokenLogprob>>>& prompt_logprobs;
 };
 
 // How long each of --repeat's generations took, and whether they all gave the printed output.
@@ -207,6 +216,11 @@ void PrintJson(const Printed& p, const sampler::GenerationResult& result, const 
                          : nlohmann::json::array());
     j["logprobs"] = std::move(rows);
   }
+  if (p.params.prompt_logprobs >= 0) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : p.prompt_logprobs) rows.push_back(RowLogprobsJson(row, row.size(), p.tokenizer));
+    j["prompt_logprobs"] = std::move(rows);
+  }
   // Replaced, not refused: a token that is part of a UTF-8 character decodes to invalid bytes.
   out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
@@ -219,6 +233,12 @@ void PrintText(const Printed& p, const sampler::GenerationResult& result, const 
     for (auto id : result.output[r]) out << " " << id;
     out << "\n";
     if (r < texts.size()) out << "row " << r << " text: " << texts[r] << "\n";
+    if (r < p.prompt_logprobs.size()) {
+      out << "row " << r << " prompt logprobs (position in the prompt, token, log-probability"
+          << (p.params.prompt_logprobs > 0 ? ", the " + std::to_string(p.params.prompt_logprobs) + " most likely tokens" : "")
+          << "; the first token has none):\n";
+      PrintRowLogprobs(out, p.prompt_logprobs[r], p.prompt_logprobs[r].size(), p.tokenizer);
+    }
     if (p.params.logprobs >= 0 && r < result.logprobs.size()) {
       out << "row " << r << " logprobs (position after the prompt, token, log-probability"
           << (p.params.logprobs > 0 ? ", the " + std::to_string(p.params.logprobs) + " most likely tokens" : "")
@@ -336,8 +356,15 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
     if (result.ok() && result->output != this_run->output) timings.runs_identical = false;
     result = std::move(this_run);
   }
+  std::vector<std::vector<std::optional<sampler::TokenLogprob>>> prompt_logprobs;
+  if (params->prompt_logprobs >= 0) {  // each row as the executor scores a job's prompt
+    for (const auto& row : prompts.ids) {
+      const auto sequence = static_cast<std::int64_t>(row.size() + prompts.canvas.suffix.size()) + params->gen_length;
+      prompt_logprobs.push_back(sampler::PromptLogprobs(**model, row, sampler::ScoringFor(**model, *params, sequence)));
+    }
+  }
   const std::vector<std::string> texts = FinishRows(prompts.canvas, *params, tok->get(), *result);
-  const Printed printed{o, *params, tok->get(), prompts, *setup, compute};
+  const Printed printed{o, *params, tok->get(), prompts, *setup, compute, prompt_logprobs};
   if (o.json) {
     PrintJson(printed, *result, texts, per_step, timings, out);
   } else {
@@ -358,6 +385,10 @@ void AddCanvasOptions(CLI::App* cmd, GenerateOptions& o) {
       ->type_name("PATH");
   cmd->add_option("--logprobs", o.logprobs,
                   "0..20: print each generated token's log-probability and its K most likely alternatives")
+      ->type_name("K");
+  cmd->add_option("--prompt-logprobs", o.prompt_logprobs,
+                  "0..20: print each prompt token's log-probability given the tokens before it (the first has "
+                  "none) and its K most likely alternatives")
       ->type_name("K");
 }
 

@@ -53,6 +53,7 @@ struct GenerateOptions {
   std::string suffix;
   std::string template_file;
   std::optional<int> logprobs;  // 0..20: each generated token's log-probability and K alternatives
+  std::optional<int> prompt_logprobs;  // 0..20: each prompt token's (common/sampler/prompt_logprobs.h)
 };
 
 // Registers the subcommand; its callback runs RunGenerate and exits with its code.
