@@ -63,6 +63,13 @@ void AddDense(std::vector<Case>& out, bool quick) {
     b.Add(sampler, 4, 1, 32 + 96, 64, "infill: prompt 32 + suffix 96").suffix = 96;
     b.Add(sampler, 4, 1, 32, 128, "logprobs 5").request.params.logprobs = 5;
   }
+  // Prompt scoring (prompt_logprobs) before the first step: forwards no larger than the job's own,
+  // so the same prediction holds. Few generated tokens beside a long prompt are the largest share.
+  for (int dtype : {4, 2}) {
+    b.Add(SamplerMode::kReference, dtype, 1, 256, 32, "prompt logprobs 5").request.params.prompt_logprobs = 5;
+    b.Add(SamplerMode::kReference, dtype, 1, 64, 256, "prompt logprobs 5").request.params.prompt_logprobs = 5;
+  }
+  b.Add(SamplerMode::kDualCache, 4, 1, 512, 32, "prompt logprobs 5").request.params.prompt_logprobs = 5;
 }
 
 // The grid, then long prompts with chunked attention: there the routed experts' rows (top-8

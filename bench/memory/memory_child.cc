@@ -12,6 +12,7 @@
 #include "bench/common/bench_report.h"
 #include "common/model/allocator.h"
 #include "common/model/llada_model.h"
+#include "common/sampler/prompt_logprobs.h"
 #include "common/sampler/sampler_registry.h"
 
 namespace unmask::bench::memory {
@@ -100,6 +101,13 @@ nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& 
   const generation::GenerationParams p = ParamsOf(r, (*m)->config().mask_token_id);
   int seen = 0;
   const auto t0 = std::chrono::steady_clock::now();
+  if (p.prompt_logprobs >= 0) {  // as the executor scores each job's prompt before its first step
+    for (const auto& row : prompts.ids) {
+      const auto sequence = static_cast<std::int64_t>(row.size()) + suffix + p.gen_length;
+      (void)sampler::PromptLogprobs(**m, row, sampler::ScoringFor(**m, p, sequence));
+    }
+    model::ReleaseFreeHeap();  // as RunningJob does once the prompt is scored
+  }
   auto result = sampler::Generate(mode, **m, prompts, p, {}, [&](const sampler::StepEvent&) {
     return ++seen < steps_run || steps_run < 1;
   });

@@ -54,4 +54,10 @@ std::string ConfigureAllocator() {
 #endif
 }
 
+void ReleaseFreeHeap() {
+#if defined(__GLIBC__)
+  (void)malloc_trim(0);
+#endif
+}
+
 }  // namespace unmask::model

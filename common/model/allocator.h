@@ -41,4 +41,9 @@ AllocatorPlan PlanAllocator(const std::function<const char*(const char*)>& env);
 // the line says so).
 std::string ConfigureAllocator();
 
+// Gives the heaps' free memory back to the system (malloc_trim): for after a phase whose blocks
+// the next one will not reuse (a job's prompt scoring, before its steps), which the trim
+// threshold above would otherwise keep and the next phase's peak would stack on.
+void ReleaseFreeHeap();
+
 }  // namespace unmask::model

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/model/allocator.h"
 #include "common/telemetry/log.h"
 #include "common/telemetry/metrics.h"
 
@@ -71,6 +72,9 @@ void RunningJob::ScoreNext() {
   span_.SetAttribute("prompt_logprobs.seconds", scoring_seconds_);
   span_.SetAttribute("prompt_logprobs.forwards", scorer_->forwards());
   scorer_.reset();
+  // The scoring's freed blocks would stay in the heaps (allocator.h's trim threshold) under the
+  // steps' own peak: measured 4-9 MiB over it on bench_memory's dense cases without this.
+  model::ReleaseFreeHeap();
 }
 
 bool RunningJob::StillWanted(Clock::time_point now) {
