@@ -55,7 +55,13 @@ std::vector<std::string> ExecutorPool::Resolve() const {
 std::shared_ptr<v1::Executor::Stub> ExecutorPool::Stub(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& stub = stubs_[address];
-  if (!stub) stub = v1::Executor::NewStub(tls::CreateChannel(address, options_.tls));
+  if (!stub) {
+    // A job's result with prompt_logprobs holds every prompt token with its alternatives: about
+    // 500 bytes a token at 20 of them, past gRPC's 4 MiB default from 8,000 tokens on.
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(kMaxExecutorMessageBytes);
+    stub = v1::Executor::NewStub(tls::CreateChannel(address, options_.tls, args));
+  }
   return stub;
 }
 

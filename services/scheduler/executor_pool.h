@@ -21,6 +21,9 @@
 
 namespace unmask::scheduler {
 
+// The largest message the scheduler takes from an executor (a Run stream's event): 64 MiB.
+inline constexpr int kMaxExecutorMessageBytes = 64 << 20;
+
 struct ExecutorPoolOptions {
   std::vector<std::string> addresses;  // host:port
   std::vector<std::string> dns_names;  // host:port whose host resolves to every executor
