@@ -23,20 +23,22 @@ PromptScorer::PromptScorer(const model::LladaModel& model, std::vector<std::int6
                            const PromptScoring& scoring)
     : model_(model), prompt_(std::move(prompt)), scoring_(scoring), out_(prompt_.size()) {
   const auto length = static_cast<std::int64_t>(prompt_.size());
-  if (length > 0) rows_per_pass_ = std::max<std::int64_t>(1, scoring_.tokens_per_pass / length);
+  if (done()) return;
+  rows_per_pass_ = std::max<std::int64_t>(1, scoring_.tokens_per_pass / length);
+  const auto longs = at::TensorOptions().dtype(at::kLong).device(model_.device());
+  ids_ = at::tensor(prompt_, at::TensorOptions().dtype(at::kLong)).to(model_.device()).unsqueeze(0);
+  masks_ = at::full({1, length}, model_.config().mask_token_id, longs);
+  columns_ = at::arange(length, longs).unsqueeze(0);
 }
 
 void PromptScorer::Next() {
   if (done()) return;
   const auto length = static_cast<std::int64_t>(prompt_.size());
   const auto longs = at::TensorOptions().dtype(at::kLong).device(model_.device());
-  const at::Tensor ids = at::tensor(prompt_, at::TensorOptions().dtype(at::kLong)).to(model_.device());
-  const at::Tensor masks = at::full({length}, model_.config().mask_token_id, longs);
-  const at::Tensor columns = at::arange(length, longs).unsqueeze(0);  // [1, L]
   const std::int64_t first = next_, n = std::min(rows_per_pass_, length - next_);
   const at::Tensor scored = at::arange(first, first + n, longs);  // row r scores position first + r
   model::PackedSegment seg;
-  seg.ids = at::where(columns < scored.unsqueeze(1), ids.unsqueeze(0), masks.unsqueeze(0));  // [n, L]
+  seg.ids = at::where(columns_ < scored.unsqueeze(1), ids_, masks_);  // [n, L]
   seg.causal_block = scoring_.causal_block;
   seg.attention_query_chunk = scoring_.attention_query_chunk;
   const at::Tensor hidden = model_.HiddenPacked({seg})[0];  // [n, L, d_model]

@@ -9,6 +9,8 @@
 // answer (one Monte Carlo sample is exact there). Deterministic: no sampling, no guidance.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -52,6 +54,7 @@ class PromptScorer {
   std::vector<std::int64_t> prompt_;
   PromptScoring scoring_;
   std::int64_t rows_per_pass_ = 1, next_ = 1, forwards_ = 0;
+  at::Tensor ids_, masks_, columns_;  // the prompt, as many masks, 0..L-1 ([1, L]): made once
   std::vector<std::optional<TokenLogprob>> out_;
 };
 
