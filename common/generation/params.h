@@ -45,6 +45,21 @@ constexpr double kDefaultThreshold = 0.9;
 constexpr double kDefaultLlada2Threshold = 0.95;
 constexpr std::int64_t kMaxPostSteps = 1024;
 constexpr std::int32_t kMaxLogprobs = 20;  // top alternatives a request may ask for (OpenAI's limit)
+// The Monte Carlo likelihood's defaults (official get_log_likelihood()) and bounds.
+constexpr std::int32_t kDefaultMcNum = 128;
+constexpr std::int32_t kDefaultMcBatchSize = 16;
+constexpr std::int32_t kMaxMcNum = 65536;
+
+// The official Monte Carlo estimate of log p(continuation | context): the prompt's last
+// continuation_tokens tokens are the continuation, the rest the context
+// (common/sampler/likelihood.h says how each model family estimates it). A job that asks for it
+// generates nothing.
+struct LikelihoodParams {
+  std::int64_t continuation_tokens = 0;  // >= 1, at most the prompt's length
+  std::int32_t mc_num = kDefaultMcNum;    // rows drawn in all, a multiple of batch_size
+  std::int32_t batch_size = kDefaultMcBatchSize;  // rows of one draw (the estimate depends on it)
+  bool check_greedy = false;  // also whether greedy unmasking gives the continuation (LLaDA only)
+};
 
 struct GenerationParams {
   std::int64_t gen_length = kDefaultGenLength;  // tokens to generate
@@ -94,6 +109,8 @@ struct GenerationParams {
   // token's log-probability given the tokens before it, and its k most likely alternatives
   // (common/sampler/prompt_logprobs.h: how a diffusion model scores them).
   std::int32_t prompt_logprobs = -1;
+  // Set: the job estimates the continuation's log-likelihood and generates nothing.
+  std::optional<LikelihoodParams> likelihood;
 
   // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
   // official code fixes them to LLaDA-8B's, the defaults here).
