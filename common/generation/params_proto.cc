@@ -70,6 +70,14 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, Sampl
                                                            "] (unset = none), got " +
                                                            std::to_string(in.prompt_logprobs()));
   if (in.has_prompt_logprobs()) p.prompt_logprobs = in.prompt_logprobs();
+  if (in.has_likelihood()) {
+    LikelihoodParams l;
+    l.continuation_tokens = in.likelihood().continuation_tokens();
+    if (in.likelihood().mc_num() != 0) l.mc_num = in.likelihood().mc_num();
+    if (in.likelihood().batch_size() != 0) l.batch_size = in.likelihood().batch_size();
+    l.check_greedy = in.likelihood().check_greedy();
+    p.likelihood = l;
+  }
   Status valid = ValidateFields(p);
   if (!valid.ok()) return UnderField("params", valid);
   return p;
@@ -124,6 +132,13 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
   out.set_eps(p.eps);
   if (p.logprobs >= 0) out.set_logprobs(p.logprobs);
   if (p.prompt_logprobs >= 0) out.set_prompt_logprobs(p.prompt_logprobs);
+  if (p.likelihood) {
+    v1::Likelihood* l = out.mutable_likelihood();
+    l->set_continuation_tokens(p.likelihood->continuation_tokens);
+    l->set_mc_num(p.likelihood->mc_num);
+    l->set_batch_size(p.likelihood->batch_size);
+    l->set_check_greedy(p.likelihood->check_greedy);
+  }
   return out;
 }
 

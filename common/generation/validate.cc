@@ -154,7 +154,39 @@ Status ValidateBlockDiffusionFields(const GenerationParams& p) {
   return OkStatus();
 }
 
+Status ValidateLikelihoodFields(const GenerationParams& p) {
+  const LikelihoodParams& l = *p.likelihood;
+  if (l.continuation_tokens < 1)
+    return InvalidFieldError("likelihood.continuation_tokens",
+                             "must be >= 1 (the prompt's last tokens scored), got " + Int(l.continuation_tokens));
+  if (l.mc_num < 1 || l.mc_num > kMaxMcNum)
+    return InvalidFieldError("likelihood.mc_num", "must be in [1, " + Int(kMaxMcNum) + "], got " + Int(l.mc_num));
+  if (l.batch_size < 1 || l.batch_size > l.mc_num || l.mc_num % l.batch_size != 0)
+    return InvalidFieldError("likelihood.batch_size", "must divide mc_num (" + Int(l.mc_num) + "), got " +
+                                                          Int(l.batch_size));
+  if (p.logprobs >= 0)
+    return InvalidFieldError("logprobs", "a likelihood job generates nothing: ask for prompt_logprobs instead");
+  return OkStatus();
+}
+
 }  // namespace
+
+Status ValidateLikelihood(const LikelihoodParams& likelihood, const checkpoint::LladaConfig& config,
+                          std::int64_t prompt_length, double cfg_scale) {
+  if (config.architecture == checkpoint::Architecture::kLlada2Moe)
+    return InvalidFieldError("likelihood", "LLaDA2 models have no official likelihood estimate (block-causal "
+                                           "attention); ask for prompt_logprobs instead");
+  if (likelihood.continuation_tokens > prompt_length)
+    return InvalidFieldError("likelihood.continuation_tokens", "must be at most the prompt's " + Int(prompt_length) +
+                                                                   " tokens, got " +
+                                                                   Int(likelihood.continuation_tokens));
+  if (config.shifted_prediction()) {
+    if (likelihood.check_greedy)
+      return InvalidFieldError("likelihood.check_greedy", "Dream's official evaluation has no greedy check");
+    if (cfg_scale > 0) return InvalidFieldError("cfg_scale", "Dream's official likelihood runs without guidance");
+  }
+  return OkStatus();
+}
 
 Status ValidateSamplerForModel(SamplerMode mode, const checkpoint::LladaConfig& config) {
   const bool dream_model = config.architecture == checkpoint::Architecture::kDream;
@@ -207,6 +239,7 @@ Status ValidateFields(const GenerationParams& p) {
     return InvalidFieldError("prompt_logprobs", "must be in [0, " + Int(kMaxLogprobs) + "] (unset = none), got " +
                                                     Int(p.prompt_logprobs));
   UNMASK_RETURN_IF_ERROR(RefuseOthersFields(p));
+  if (p.likelihood) UNMASK_RETURN_IF_ERROR(ValidateLikelihoodFields(p));
   if (IsDreamFamily(p.sampler)) return ValidateDreamFields(p);
   return IsBlockDiffusion(p.sampler) ? ValidateBlockDiffusionFields(p) : OkStatus();
 }
@@ -219,6 +252,7 @@ Status ValidateParams(const GenerationParams& p, const checkpoint::LladaConfig& 
                                        Int(id));
   };
   UNMASK_RETURN_IF_ERROR(in_vocab("mask_id", p.mask_id));
+  if (p.likelihood) UNMASK_RETURN_IF_ERROR(ValidateLikelihood(*p.likelihood, config, prompt_length, p.cfg_scale));
   if (p.logits_eos_inf || p.confidence_eos_eot_inf) UNMASK_RETURN_IF_ERROR(in_vocab("eos_id", p.eos_id));
   if (p.confidence_eos_eot_inf) UNMASK_RETURN_IF_ERROR(in_vocab("eot_id", p.eot_id));
   if (SequenceLength(p, prompt_length) > config.max_sequence_length) {

@@ -39,6 +39,14 @@ std::int64_t SequenceLength(const GenerationParams& params, std::int64_t prompt_
 Status ValidateParams(const GenerationParams& params, const checkpoint::LladaConfig& config,
                       std::int64_t prompt_length);
 
+// What a likelihood job (GenerationParams::likelihood) needs of the model and prompt: not an
+// LLaDA2 model (no official estimate under block-causal attention), a continuation no longer
+// than the prompt, and on Dream neither check_greedy nor guidance (its official evaluation has
+// neither). ValidateParams runs it; ValidateFields checks the rest (continuation_tokens >= 1,
+// mc_num in [1, kMaxMcNum], batch_size dividing it, no logprobs).
+Status ValidateLikelihood(const LikelihoodParams& likelihood, const checkpoint::LladaConfig& config,
+                          std::int64_t prompt_length, double cfg_scale);
+
 // The fast samplers' own check of their options (threshold a finite number >= 0, factor finite
 // and > 0, whatever the rule, so a bad value never hides behind another rule).
 Status ValidateFastOptions(const FastOptions& options);

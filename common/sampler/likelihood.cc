@@ -13,28 +13,7 @@ namespace {
 
 constexpr double kDreamSamplingEps = 1e-3;  // DreamEvalConfig.sampling_eps
 
-std::string Int(std::int64_t v) { return std::to_string(v); }
-
 }  // namespace
-
-Status CheckLikelihood(const model::LladaModel& model, const generation::LikelihoodParams& likelihood,
-                       std::int64_t sequence_tokens, double cfg_scale) {
-  const auto& config = model.config();
-  if (config.architecture == checkpoint::Architecture::kLlada2Moe)
-    return FailedPreconditionError("likelihood: LLaDA2 models have no official likelihood estimate "
-                                   "(block-causal attention); use prompt_logprobs");
-  if (likelihood.continuation_tokens < 1 || likelihood.continuation_tokens > sequence_tokens)
-    return InvalidFieldError("likelihood.continuation_tokens", "must be in [1, " + Int(sequence_tokens) +
-                                                                   "] (the prompt's tokens), got " +
-                                                                   Int(likelihood.continuation_tokens));
-  if (config.shifted_prediction()) {
-    if (likelihood.check_greedy)
-      return InvalidFieldError("likelihood.check_greedy", "Dream's official evaluation has no greedy check");
-    if (cfg_scale > 0)
-      return InvalidFieldError("cfg_scale", "Dream's official likelihood runs without guidance");
-  }
-  return OkStatus();
-}
 
 LikelihoodEstimator::LikelihoodEstimator(const model::LladaModel& model, std::vector<std::int64_t> ids,
                                          const generation::GenerationParams& params, std::int64_t tokens_per_pass)

@@ -18,7 +18,8 @@
 // the continuation (lm-evaluation-harness's is_greedy).
 // The random draws are those of torch's generator seeded with the job's seed, in the official
 // order, so a seed gives the official code's value after torch.manual_seed(seed).
-// LLaDA2 models are refused: no official estimator exists for block-causal attention.
+// LLaDA2 models are refused (generation::ValidateLikelihood): no official estimator exists for
+// block-causal attention. The caller checks the parameters first.
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -41,11 +42,6 @@ struct LikelihoodResult {
   std::int64_t samples = 0;    // rows drawn (batches x batch_size)
   std::int64_t forwards = 0;
 };
-
-// Whether `model` can estimate `likelihood` for a sequence of `sequence_tokens` tokens (context +
-// continuation) at `cfg_scale`; the error names the field (likelihood.*, cfg_scale).
-Status CheckLikelihood(const model::LladaModel& model, const generation::LikelihoodParams& likelihood,
-                       std::int64_t sequence_tokens, double cfg_scale);
 
 // Runs one forward per Next(), so that an executor steps its other jobs in between: each batch's
 // rows in forwards of at most `tokens_per_pass` tokens (one row at least; doubled with guidance),

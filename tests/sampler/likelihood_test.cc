@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/generation/validate.h"
 #include "common/sampler/likelihood.h"
 #include "tests/sampler/moe_golden_files.h"
 
@@ -46,7 +47,9 @@ TEST_P(LikelihoodGoldenTest, TheOfficialEstimateAndGreedyCheckForTheSameSeed) {
   const model::LladaModel& m = testing::Float32Model(c["model"]);
   const auto ids = IdsOf(c);
   const auto params = ParamsOf(c);
-  ASSERT_TRUE(sampler::CheckLikelihood(m, *params.likelihood, static_cast<std::int64_t>(ids.size()), params.cfg_scale).ok());
+  ASSERT_TRUE(generation::ValidateLikelihood(*params.likelihood, m.config(), static_cast<std::int64_t>(ids.size()),
+                                             params.cfg_scale)
+                  .ok());
   const double want = c["loglikelihood"];
   // One row per forward, and a whole draw per forward: the rows are split, not the estimate.
   for (std::int64_t tokens_per_pass : {std::int64_t{1}, std::int64_t{1} << 20}) {
@@ -113,20 +116,18 @@ TEST(LikelihoodTest, RefusesWhatTheOfficialCodeHasNoAnswerFor) {
   const auto& moe = testing::Float32Model("tiny-llada-moe");
   const auto& dream = testing::Float32Model("tiny-dream");
   const auto& llada2 = testing::Float32Model("tiny-llada2");
-  EXPECT_TRUE(sampler::CheckLikelihood(moe, l, 5, 0.5).ok());
-  Status s = sampler::CheckLikelihood(llada2, l, 5, 0);
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.message(), ::testing::HasSubstr("LLaDA2"));
+  EXPECT_TRUE(generation::ValidateLikelihood(l, moe.config(), 5, 0.5).ok());
+  Status s = generation::ValidateLikelihood(l, llada2.config(), 5, 0);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("likelihood: LLaDA2 models"));
   l.continuation_tokens = 6;
-  s = sampler::CheckLikelihood(moe, l, 5, 0);
+  s = generation::ValidateLikelihood(l, moe.config(), 5, 0);
   EXPECT_THAT(s.message(), ::testing::HasSubstr("likelihood.continuation_tokens"));
-  l.continuation_tokens = 0;
-  EXPECT_THAT(sampler::CheckLikelihood(moe, l, 5, 0).message(), ::testing::HasSubstr("likelihood.continuation_tokens"));
   l.continuation_tokens = 3;
   l.check_greedy = true;
-  EXPECT_THAT(sampler::CheckLikelihood(dream, l, 5, 0).message(), ::testing::HasSubstr("likelihood.check_greedy"));
+  EXPECT_THAT(generation::ValidateLikelihood(l, dream.config(), 5, 0).message(), ::testing::HasSubstr("likelihood.check_greedy"));
   l.check_greedy = false;
-  EXPECT_THAT(sampler::CheckLikelihood(dream, l, 5, 1.0).message(), ::testing::HasSubstr("cfg_scale"));
+  EXPECT_THAT(generation::ValidateLikelihood(l, dream.config(), 5, 1.0).message(), ::testing::HasSubstr("cfg_scale"));
 }
 
 }  // namespace
