@@ -31,17 +31,10 @@
 
 #include "common/generation/params.h"
 #include "common/model/llada_model.h"
+#include "common/sampler/likelihood_result.h"
 #include "common/util/status.h"
 
 namespace unmask::sampler {
-
-struct LikelihoodResult {
-  double loglikelihood = 0;   // minus the mean of the batches' losses
-  double standard_error = 0;  // of that mean over the batches (0 with one batch)
-  std::optional<bool> greedy;  // check_greedy: the continuation is the greedy unmasking's
-  std::int64_t samples = 0;    // rows drawn (batches x batch_size)
-  std::int64_t forwards = 0;
-};
 
 // Runs one forward per Next(), so that an executor steps its other jobs in between: each batch's
 // rows in forwards of at most `tokens_per_pass` tokens (one row at least; doubled with guidance),

@@ -189,6 +189,7 @@ void ExecutorCore::Step(std::vector<Slot>& batch) {
     }
     try {
       slot.run->ScoreNext();
+      if (!slot.run->scoring() && !slot.run->generates()) slot.run->Complete();  // a likelihood job
     } catch (const std::exception& e) {
       slot.run->Fail(InternalError(std::string("scoring the prompt: ") + e.what()));
     }

@@ -32,6 +32,12 @@ grpc::Status ExecutorGrpcService::Serve(grpc::ServerContext* ctx, const char* me
 }
 
 namespace {
+void SetLikelihood(const sampler::LikelihoodResult& r, v1::LikelihoodResult& out) {
+  out.set_loglikelihood(r.loglikelihood);
+  out.set_standard_error(r.standard_error);
+  if (r.greedy) out.set_greedy(*r.greedy);
+  out.set_samples(r.samples);
+}
 void SetLogprob(const sampler::TokenLogprob& lp, std::int64_t position, v1::TokenLogprob& out) {
   out.set_position(position);
   out.set_token(lp.token);
@@ -103,6 +109,7 @@ grpc::Status ExecutorGrpcService::Run(grpc::ServerContext* ctx, const v1::RunReq
       c->set_batch_size(ev.completed.batch_size);
       for (const auto& [position, lp] : ev.completed.logprobs) SetLogprob(lp, position, *c->add_logprobs());
       for (const auto& [position, lp] : ev.completed.prompt_logprobs) SetLogprob(lp, position, *c->add_prompt_logprobs());
+      if (ev.completed.likelihood) SetLikelihood(*ev.completed.likelihood, *c->mutable_likelihood());
       writer->Write(out);
       return grpc::Status::OK;
     }

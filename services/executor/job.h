@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/generation/canvas.h"
 #include "common/generation/params.h"
+#include "common/sampler/likelihood_result.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/telemetry/trace_context.h"
 #include "common/util/status.h"
@@ -55,6 +57,8 @@ struct Completion {
   std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> logprobs;
   // With params.prompt_logprobs: (index in the prompt, its logprob), the second token on.
   std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> prompt_logprobs;
+  // With params.likelihood (then nothing was generated: ids empty, steps_run 0).
+  std::optional<sampler::LikelihoodResult> likelihood;
 };
 
 struct JobEvent {

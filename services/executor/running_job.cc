@@ -51,9 +51,14 @@ RunningJob::RunningJob(std::shared_ptr<Job> job, std::shared_ptr<const model::Ll
     span_.SetAttribute("queued_seconds", Seconds(start_ - job_->submitted()));
   }
   blocks_ = telemetry::BlockSpans(*context_.tracer, span_, "executor.block");
+  const auto sequence =
+      static_cast<std::int64_t>(req.prompt_ids.size() + req.canvas.suffix.size()) + req.params.gen_length;
+  if (req.params.likelihood) {
+    // Forwards no larger than the job's own, so that the memory the scheduler planned holds.
+    estimator_ = std::make_unique<sampler::LikelihoodEstimator>(*model_, req.prompt_ids, req.params,
+                                                                sequence * (req.params.cfg_scale > 0 ? 2 : 1));
+  }
   if (req.params.prompt_logprobs >= 0) {
-    const auto sequence =
-        static_cast<std::int64_t>(req.prompt_ids.size() + req.canvas.suffix.size()) + req.params.gen_length;
     scorer_ = std::make_unique<sampler::PromptScorer>(*model_, req.prompt_ids,
                                                       sampler::ScoringFor(*model_, req.params, sequence));
     if (scorer_->done()) ScoreNext();  // a one-token prompt: nothing to run
@@ -62,6 +67,10 @@ RunningJob::RunningJob(std::shared_ptr<Job> job, std::shared_ptr<const model::Ll
 }
 
 void RunningJob::ScoreNext() {
+  if (scorer_ == nullptr) {
+    EstimateNext();
+    return;
+  }
   const auto begin = Clock::now();
   scorer_->Next();
   scoring_seconds_ += Seconds(Clock::now() - begin);
@@ -75,6 +84,19 @@ void RunningJob::ScoreNext() {
   // The scoring's freed blocks would stay in the heaps (allocator.h's trim threshold) under the
   // steps' own peak: measured 4-9 MiB over it on bench_memory's dense cases without this.
   model::ReleaseFreeHeap();
+}
+
+void RunningJob::EstimateNext() {
+  const auto begin = Clock::now();
+  estimator_->Next();
+  likelihood_seconds_ += Seconds(Clock::now() - begin);
+  if (!estimator_->done()) return;
+  likelihood_ = estimator_->result();
+  span_.SetAttribute("likelihood.seconds", likelihood_seconds_);
+  span_.SetAttribute("likelihood.forwards", likelihood_->forwards);
+  span_.SetAttribute("likelihood.samples", likelihood_->samples);
+  estimator_.reset();
+  model::ReleaseFreeHeap();  // as after the prompt's scoring
 }
 
 bool RunningJob::StillWanted(Clock::time_point now) {
@@ -137,13 +159,18 @@ void RunningJob::Complete() {
   for (std::size_t i = 0; !logprobs_.empty() && i < c.ids.size(); ++i)
     if (logprobs_[0][i]) c.logprobs.emplace_back(static_cast<std::int64_t>(i), *logprobs_[0][i]);
   c.prompt_logprobs = prompt_logprobs_;
+  if (likelihood_) {  // nothing generated: the sampler never stepped
+    c.ids.clear();
+    c.logprobs.clear();
+    c.likelihood = likelihood_;
+  }
   c.sampler = result.sampler;
   c.steps_run = result.steps_run;
   c.queued_seconds = Seconds(start_ - job_->submitted());
   c.running_seconds = running;
   c.step_seconds = step_seconds_;
   c.batch_size = largest_batch_;
-  const auto tokens = static_cast<std::int64_t>(result.output[0].size());
+  const auto tokens = likelihood_ ? std::int64_t{0} : static_cast<std::int64_t>(result.output[0].size());
   blocks_.EndOk();
   span_.SetAttribute("batch.size", static_cast<std::int64_t>(largest_batch_));
   span_.SetAttribute("blocks", blocks_.blocks_started());

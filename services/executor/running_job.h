@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/model/llada_model.h"
+#include "common/sampler/likelihood.h"
 #include "common/sampler/prompt_logprobs.h"
 #include "common/sampler/step_sampler.h"
 #include "common/telemetry/block_spans.h"
@@ -42,10 +43,13 @@ class RunningJob {
   sampler::StepSampler& sampler() { return *sampler_; }
   const model::LladaModel* model() const { return model_.get(); }
 
-  // With params.prompt_logprobs, the job first scores its prompt, one forward per call of
-  // ScoreNext (the executor steps its other jobs in between); its sampler steps once it is done.
-  bool scoring() const { return scorer_ != nullptr; }
+  // With params.prompt_logprobs, the job first scores its prompt, then with params.likelihood
+  // estimates the continuation's likelihood, one forward per call of ScoreNext (the executor steps
+  // its other jobs in between); its sampler steps once it is done, unless it generates nothing.
+  bool scoring() const { return scorer_ != nullptr || estimator_ != nullptr; }
   void ScoreNext();
+  // False for a likelihood job: it completes once scored, its sampler never steps.
+  bool generates() const { return !job_->request().params.likelihood.has_value(); }
 
   // False once the job was cancelled or passed its deadline; it has then failed.
   bool StillWanted(Clock::time_point now);
@@ -58,6 +62,8 @@ class RunningJob {
  private:
   RunningJob(std::shared_ptr<Job> job, std::shared_ptr<const model::LladaModel> model,
              std::unique_ptr<sampler::StepSampler> sampler, const RunContext& context);
+
+  void EstimateNext();
 
   std::shared_ptr<Job> job_;
   std::shared_ptr<const model::LladaModel> model_;
@@ -74,6 +80,10 @@ class RunningJob {
   double scoring_seconds_ = 0;
   std::vector<std::pair<std::int64_t, sampler::TokenLogprob>> prompt_logprobs_;
   bool prompt_logprobs_sent_ = false;
+  // params.likelihood: estimated after the prompt's scoring (estimator_ set until done).
+  std::unique_ptr<sampler::LikelihoodEstimator> estimator_;
+  double likelihood_seconds_ = 0;
+  std::optional<sampler::LikelihoodResult> likelihood_;
   int largest_batch_ = 1;
 };
 

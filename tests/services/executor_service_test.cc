@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/generation/params_proto.h"
+#include "common/sampler/likelihood.h"
 #include "common/sampler/prompt_logprobs.h"
 #include "services/common/grpc_status.h"
 #include "services/common/server_runner.h"
@@ -402,6 +404,47 @@ TEST_F(ExecutorServiceTest, AJobScoringItsPromptLetsTheOthersStepAndScoresAsTheE
   }
   EXPECT_EQ(events.front().step.prompt_logprobs.size(), got.size()) << "the first step carries them";
   for (std::size_t s = 1; s + 1 < events.size(); ++s) EXPECT_TRUE(events[s].step.prompt_logprobs.empty()) << s;
+}
+
+// A likelihood job runs its draws one forward per round beside a generating job, generates
+// nothing, and its estimate is the engine's own for the same seed (sampler::EstimateLikelihood,
+// golden against the official code in sampler_tests); bad settings are refused by name.
+TEST_F(ExecutorServiceTest, ALikelihoodJobEstimatesAsTheEngineDoesAndGeneratesNothing) {
+  const std::vector<std::int64_t> prompt = {17, 230, 45, 301, 8, 99, 150, 420, 3, 77};
+  v1::RunRequest req = Request(prompt, 1, 1, 1);
+  req.mutable_params()->set_seed(5);
+  req.mutable_params()->set_cfg_scale(0.5);
+  auto* l = req.mutable_params()->mutable_likelihood();
+  l->set_continuation_tokens(4);
+  l->set_mc_num(6);
+  l->set_batch_size(3);
+  l->set_check_greedy(true);
+  auto beside = std::async(std::launch::async, [&] { return Run(Request({7, 8, 9}, 16, 8, 16)); });
+  const RunOutcome out = Run(req);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  ASSERT_TRUE(beside.get().status.ok());
+  EXPECT_TRUE(out.steps.empty()) << "a likelihood job has no steps";
+  EXPECT_EQ(out.completed.ids_size(), 0);
+  ASSERT_TRUE(out.completed.has_likelihood());
+  auto params = generation::ParamsFromProto(req.params());
+  ASSERT_TRUE(params.ok());
+  const auto engine = sampler::EstimateLikelihood(*core_->model(), prompt, *params, 1 << 20);
+  EXPECT_NEAR(out.completed.likelihood().loglikelihood(), engine.loglikelihood, 1e-4);
+  EXPECT_NEAR(out.completed.likelihood().standard_error(), engine.standard_error, 1e-4);
+  EXPECT_EQ(out.completed.likelihood().samples(), 6);
+  ASSERT_TRUE(out.completed.likelihood().has_greedy());
+  EXPECT_EQ(out.completed.likelihood().greedy(), *engine.greedy);
+  EXPECT_LT(out.completed.likelihood().loglikelihood(), 0);
+
+  v1::RunRequest bad = req;
+  bad.mutable_params()->mutable_likelihood()->set_continuation_tokens(11);
+  RunOutcome r = Run(bad);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(services::FromGrpcStatus(r.status).field(), "likelihood.continuation_tokens");  // as gen_length's
+  bad = req;
+  bad.mutable_params()->mutable_likelihood()->set_batch_size(4);
+  r = Run(bad);
+  EXPECT_EQ(services::FromGrpcStatus(r.status).field(), "params.likelihood.batch_size");
 }
 
 TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
