@@ -76,6 +76,17 @@ RequestShape ShapeOf(const GenerationRequest& r) {
                           r.params.sampler == generation::SamplerMode::kDreamFastdllmThreshold ||
                           r.params.alg == generation::DreamAlg::kOrigin ||
                           r.params.alg == generation::DreamAlg::kMaskgitPlus;
+  if (r.params.likelihood) {
+    // A likelihood job (common/sampler/likelihood.h) runs forwards of the sequence (its one
+    // generated position included) and takes the head, a float32 log-softmax and the greedy
+    // check's softmax over at most every position: the greedy reference's phases with logits
+    // rows = the sequence, plus the log-probabilities.
+    s.sampler = SamplerKind::kReference;
+    s.temperature = 0;
+    s.block_length = r.prompt_length + r.params.gen_length;
+    s.logprobs = true;
+    s.float64_confidence = false;
+  }
   return s;
 }
 

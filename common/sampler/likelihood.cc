@@ -152,6 +152,7 @@ LikelihoodResult LikelihoodEstimator::result() const {
   out.greedy = greedy_;
   out.samples = static_cast<std::int64_t>(losses_.size()) * params_.batch_size;
   out.forwards = forwards_;
+  out.continuation_tokens = target_;
   return out;
 }
 

@@ -12,6 +12,7 @@ struct LikelihoodResult {
   double standard_error = 0;  // of that mean over the draws (0 with one draw)
   std::optional<bool> greedy;  // check_greedy: the continuation is the greedy unmasking's
   std::int64_t samples = 0;    // rows drawn (draws x batch_size)
+  std::int64_t continuation_tokens = 0;
   std::int64_t forwards = 0;
 };
 

@@ -37,6 +37,7 @@ void SetLikelihood(const sampler::LikelihoodResult& r, v1::LikelihoodResult& out
   out.set_standard_error(r.standard_error);
   if (r.greedy) out.set_greedy(*r.greedy);
   out.set_samples(r.samples);
+  out.set_continuation_tokens(r.continuation_tokens);
 }
 void SetLogprob(const sampler::TokenLogprob& lp, std::int64_t position, v1::TokenLogprob& out) {
   out.set_position(position);

@@ -66,6 +66,7 @@ v1::Completed CompletedFrom(const v1::RunCompleted& c, std::int64_t created_unix
   completed.mutable_timings()->mutable_step_seconds()->CopyFrom(c.step_seconds());
   completed.mutable_logprobs()->CopyFrom(c.logprobs());
   completed.mutable_prompt_logprobs()->CopyFrom(c.prompt_logprobs());
+  if (c.has_likelihood()) *completed.mutable_likelihood() = c.likelihood();
   if (tokenizer) {
     AddTokenText(*tokenizer, *completed.mutable_prompt_logprobs());
     completed.set_text(Decode(*tokenizer, {c.ids().begin(), c.ids().end()}));

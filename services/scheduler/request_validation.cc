@@ -123,14 +123,53 @@ Status ValidatePrompt(const v1::GenerateRequest& r) {
 
 }  // namespace
 
+Status ValidateLikelihoodRequest(const v1::GenerateRequest& r) {
+  if (!r.params().has_likelihood()) {
+    if (!r.continuation().empty()) return InvalidFieldError("continuation", "is the text of a likelihood request: set params.likelihood");
+    return OkStatus();
+  }
+  if (r.continuation().size() > kMaxPromptBytes)
+    return InvalidFieldError("continuation", "must be at most " + std::to_string(kMaxPromptBytes) + " bytes, got " +
+                                   std::to_string(r.continuation().size()));
+  const v1::Likelihood& l = r.params().likelihood();
+  switch (r.prompt_case()) {
+    case v1::GenerateRequest::kText:
+      if (r.continuation().empty())
+        return InvalidFieldError("continuation", "must hold the text whose likelihood given the prompt is estimated");
+      if (l.continuation_tokens() != 0)
+        return InvalidFieldError("params.likelihood.continuation_tokens",
+                   "is counted from continuation with a text prompt: leave it unset, got " +
+                       std::to_string(l.continuation_tokens()));
+      break;
+    case v1::GenerateRequest::kIds:
+      if (!r.continuation().empty())
+        return InvalidFieldError("continuation", "goes with a text prompt: with ids give params.likelihood.continuation_tokens");
+      break;
+    default:
+      return InvalidFieldError("params.likelihood", "takes a text or ids prompt (context then continuation), not a chat");
+  }
+  if (!r.suffix().empty()) return InvalidFieldError("suffix", "a likelihood request has no gap to fill");
+  if (!r.template_text().empty()) return InvalidFieldError("template_text", "a likelihood request has no holes to fill");
+  if (r.n() > 1) return InvalidFieldError("n", "a likelihood request has one answer, got " + std::to_string(r.n()));
+  if (r.params().has_gen_length()) return InvalidFieldError("params.gen_length", "a likelihood request generates nothing: leave it unset");
+  if (r.params().has_block_length())
+    return InvalidFieldError("params.block_length", "a likelihood request generates nothing: leave it unset");
+  if (r.params().has_steps()) return InvalidFieldError("params.steps", "a likelihood request generates nothing: leave it unset");
+  return OkStatus();
+}
+
 Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
   if (r.model().empty()) return Bad("model", "must name a model", "an empty string");
   if (r.model().size() > 256) return Bad("model", "must be at most 256 characters", std::to_string(r.model().size()));
   UNMASK_RETURN_IF_ERROR(ValidatePrompt(r));
   // The rules of every door. A template without gen_length has its length (and the steps and
   // blocks that depend on it) only once encoded: Prepare checks its parameters then.
-  if (r.template_text().empty() || r.params().has_gen_length())
-    UNMASK_RETURN_IF_ERROR(generation::CheckParamsProto(r.params()));
+  UNMASK_RETURN_IF_ERROR(ValidateLikelihoodRequest(r));
+  v1::GenerationParams params = r.params();
+  if (params.has_likelihood() && r.prompt_case() == v1::GenerateRequest::kText)
+    params.mutable_likelihood()->set_continuation_tokens(1);  // counted from `continuation` once encoded
+  if (r.template_text().empty() || params.has_gen_length())
+    UNMASK_RETURN_IF_ERROR(generation::CheckParamsProto(params));
   if (r.priority() < kMinPriority || r.priority() > kMaxPriority)
     return Bad("priority", "must be in [" + std::to_string(kMinPriority) + ", " + std::to_string(kMaxPriority) + "]",
                std::to_string(r.priority()));

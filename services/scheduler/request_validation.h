@@ -20,6 +20,13 @@ constexpr int kMaxChoices = 16;  // GenerateRequest.n: samples of one prompt, ea
 
 Status ValidateGenerateRequest(const v1::GenerateRequest& request);
 
+// A likelihood request's own rules (ValidateGenerateRequest runs them): `continuation` only with
+// params.likelihood; with it a text prompt gives the continuation's text
+// (params.likelihood.continuation_tokens unset: the scheduler counts them), an ids prompt the
+// count (no text), a chat prompt is refused; no suffix, template or n > 1; gen_length,
+// block_length and steps unset (nothing is generated). Errors name the field.
+Status ValidateLikelihoodRequest(const v1::GenerateRequest& request);
+
 // Each tool message answers a call the last assistant message before it made (OpenAI's rule);
 // the error names "<prefix>[i].tool_call_id" (prefix: the messages' field in the API at hand).
 Status ValidateToolAnswers(const google::protobuf::RepeatedPtrField<v1::ChatMessage>& messages,

@@ -10,6 +10,8 @@
 #include "services/scheduler/chat_prompt.h"
 #include "services/scheduler/choices.h"
 #include "services/scheduler/clamp_adapter.h"
+#include "common/tokenizer/continuation_text.h"
+#include "services/scheduler/likelihood_request.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler {
@@ -143,10 +145,18 @@ StatusOr<SchedulerCore::Prepared> SchedulerCore::Prepare(const v1::GenerateReque
   UNMASK_ASSIGN_OR_RETURN(auto config, catalog_.Config(r.model(), executors));
   Prepared job;
   UNMASK_ASSIGN_OR_RETURN(auto prompt, EncodePrompt(r, config, job.stored.mutable_tool_use()));
+  std::int64_t continuation_tokens = 0;
+  if (r.params().has_likelihood() && r.prompt_case() == v1::GenerateRequest::kText) {
+    UNMASK_ASSIGN_OR_RETURN(auto tok, catalog_.Tokenizer(r.model()));
+    UNMASK_ASSIGN_OR_RETURN(tokenizer::EncodedPair pair,
+                            tokenizer::EncodeContextAndContinuation(*tok, r.text(), r.continuation()));
+    prompt = std::move(pair.ids);
+    continuation_tokens = pair.continuation_tokens;
+  }
   UNMASK_RETURN_IF_ERROR(CheckPromptTokens(prompt.size(), options_.limits));
   UNMASK_ASSIGN_OR_RETURN(generation::Canvas canvas, RequestCanvas(r));
   UNMASK_RETURN_IF_ERROR(CheckCanvasRoom(prompt.size(), canvas, config));
-  v1::GenerationParams asked = r.params();
+  v1::GenerationParams asked = LikelihoodJobParams(r.params(), continuation_tokens);
   UNMASK_RETURN_IF_ERROR(ApplyTemplateLength(canvas, asked));
 
   // The one conversion (defaults included) of every door, then the clamp. The suffix counts with

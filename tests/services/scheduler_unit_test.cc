@@ -7,6 +7,7 @@
 
 #include "services/scheduler/clamp_adapter.h"
 #include "services/scheduler/dispatch_policy.h"
+#include "services/scheduler/likelihood_request.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler {
@@ -144,6 +145,77 @@ ExecutorSnapshot Exec(const std::string& address, int running, int max, bool hea
   e.running = running;
   e.max_concurrent = max;
   return e;
+}
+
+v1::GenerateRequest LikelihoodOfText(const std::string& continuation) {
+  v1::GenerateRequest r;
+  r.set_model("m");
+  r.set_text("In the beginning");
+  r.set_continuation(continuation);
+  r.mutable_params()->mutable_likelihood()->set_mc_num(8);
+  r.mutable_params()->mutable_likelihood()->set_batch_size(4);
+  return r;
+}
+
+TEST(RequestValidationTest, ALikelihoodRequestTakesTextWithItsContinuationOrIdsWithTheirCount) {
+  EXPECT_TRUE(ValidateGenerateRequest(LikelihoodOfText(" God created")).ok());
+  v1::GenerateRequest ids = Valid();
+  ids.mutable_ids()->add_ids(2);
+  ids.mutable_params()->mutable_likelihood()->set_continuation_tokens(1);
+  EXPECT_TRUE(ValidateGenerateRequest(ids).ok());
+}
+
+TEST(RequestValidationTest, EveryBadLikelihoodFieldIsNamed) {
+  struct Bad {
+    v1::GenerateRequest r;
+    const char* field;
+  };
+  std::vector<Bad> bad;
+  auto add = [&](const char* field, const std::function<void(v1::GenerateRequest&)>& change) {
+    v1::GenerateRequest r = LikelihoodOfText(" God created");
+    change(r);
+    bad.push_back({r, field});
+  };
+  add("continuation", [](auto& r) { r.clear_continuation(); });
+  add("continuation", [](auto& r) { r.mutable_params()->clear_likelihood(); });  // a continuation alone
+  add("continuation", [](auto& r) { r.set_continuation(std::string(kMaxPromptBytes + 1, 'a')); });
+  add("params.likelihood.continuation_tokens",
+      [](auto& r) { r.mutable_params()->mutable_likelihood()->set_continuation_tokens(2); });
+  add("continuation", [](auto& r) { r.mutable_ids()->add_ids(1); });  // ids with a text continuation
+  add("params.likelihood", [](auto& r) { r.mutable_chat()->add_messages()->set_role("user"); });
+  add("suffix", [](auto& r) { r.set_suffix(" and the earth"); });
+  add("template_text", [](auto& r) { r.set_template_text("<hole:4>"); });
+  add("n", [](auto& r) { r.set_n(2); });
+  add("params.gen_length", [](auto& r) { r.mutable_params()->set_gen_length(8); });
+  add("params.block_length", [](auto& r) { r.mutable_params()->set_block_length(8); });
+  add("params.steps", [](auto& r) { r.mutable_params()->set_steps(8); });
+  add("params.likelihood.mc_num", [](auto& r) { r.mutable_params()->mutable_likelihood()->set_mc_num(-3); });
+  add("params.likelihood.batch_size", [](auto& r) { r.mutable_params()->mutable_likelihood()->set_batch_size(3); });
+  add("params.logprobs", [](auto& r) { r.mutable_params()->set_logprobs(1); });
+  v1::GenerateRequest ids = Valid();
+  ids.mutable_params()->mutable_likelihood();  // no count
+  bad.push_back({ids, "params.likelihood.continuation_tokens"});
+  for (const Bad& b : bad) {
+    const Status s = ValidateGenerateRequest(b.r);
+    ASSERT_FALSE(s.ok()) << b.field;
+    EXPECT_EQ(s.field(), b.field) << s.ToString();
+  }
+}
+
+TEST(LikelihoodJobParamsTest, TheJobGeneratesOnePositionItNeverRunsAndKnowsItsContinuation) {
+  v1::GenerationParams asked;
+  asked.mutable_likelihood()->set_mc_num(8);
+  const v1::GenerationParams job = LikelihoodJobParams(asked, 5);
+  EXPECT_EQ(job.likelihood().continuation_tokens(), 5);
+  EXPECT_EQ(job.likelihood().mc_num(), 8);
+  EXPECT_EQ(job.gen_length(), 1);
+  EXPECT_EQ(job.block_length(), 1);
+  EXPECT_EQ(job.steps(), 1);
+  asked.mutable_likelihood()->set_continuation_tokens(3);  // ids: the count given stays
+  EXPECT_EQ(LikelihoodJobParams(asked, 0).likelihood().continuation_tokens(), 3);
+  v1::GenerationParams plain;
+  plain.set_gen_length(64);
+  EXPECT_EQ(LikelihoodJobParams(plain, 0).gen_length(), 64) << "not a likelihood request: unchanged";
 }
 
 TEST(DispatchPolicyTest, LeastBusyPicksTheLowestLoadRelativeToCapacity) {
