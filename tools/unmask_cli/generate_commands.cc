@@ -12,6 +12,7 @@
 #include "services/common/grpc_status.h"
 
 #include "tools/unmask_cli/canvas_flags.h"
+#include "tools/unmask_cli/likelihood_flags.h"
 #include "tools/unmask_cli/tool_flags.h"
 #include "tools/unmask_cli/commands.h"
 #include "tools/unmask_cli/live_view.h"
@@ -36,6 +37,7 @@ struct GenerateFlags {
   bool json = false, no_live = false, stop_at_eos = false, no_early_stop = false, eos_early_stop = false;
   CanvasFlags canvas;  // --suffix, --template-file, --logprobs
   ToolFlags tools;     // --tools, --tool-choice
+  LikelihoodFlags likelihood;  // --continuation, --mc-num, ...
 };
 
 void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
@@ -90,6 +92,18 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
                   "0..20: print each prompt token's log-probability given the tokens before it (the first has "
                   "none) and its K most likely alternatives")
       ->type_name("K");
+  cmd->add_option("--continuation", f.likelihood.continuation,
+                  "With --prompt: estimate the log-likelihood of this text after the prompt (the official LLaDA "
+                  "Monte Carlo estimate; nothing is generated)");
+  cmd->add_option("--continuation-tokens", f.likelihood.continuation_tokens,
+                  "With --prompt-ids: the last N ids are the continuation whose log-likelihood is estimated")
+      ->type_name("N");
+  cmd->add_option("--mc-num", f.likelihood.mc_num, "Likelihood: Monte Carlo samples in all (default 128)")->type_name("N");
+  cmd->add_option("--mc-batch-size", f.likelihood.batch_size,
+                  "Likelihood: samples per draw, dividing --mc-num (default 16)")
+      ->type_name("N");
+  cmd->add_flag("--check-greedy", f.likelihood.check_greedy,
+                "Likelihood: also say whether greedy unmasking from the prompt gives the continuation");
   cmd->add_flag("--json", f.json, "Print the events as JSON lines (for scripts)");
   cmd->add_flag("--no-live", f.no_live, "Do not redraw the text after every step");
 }
@@ -164,6 +178,7 @@ StatusOr<v1::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   }
   UNMASK_RETURN_IF_ERROR(ApplyCanvasFlags(f.canvas, r));
   UNMASK_RETURN_IF_ERROR(ApplyToolFlags(f.tools, r));
+  UNMASK_RETURN_IF_ERROR(ApplyLikelihoodFlags(f.likelihood, r));
   r.set_priority(f.priority);
   r.set_deadline_seconds(f.deadline);
   r.set_idempotency_key(f.idempotency_key);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tools/unmask_cli/canvas_flags.h"
+#include "tools/unmask_cli/likelihood_flags.h"
 #include "tools/unmask_cli/tool_flags.h"
 
 namespace unmask::cli {
@@ -93,6 +94,7 @@ bool LiveView::OnEvent(const v1::JobEvent& ev) {
             << ", queued " << c.timings().queued_seconds() << " s, ran " << c.timings().running_seconds() << " s)\n";
       PrintToolCalls(lines, c, tag);
       PrintLogprobs(lines, c, tag);
+      PrintLikelihood(lines, c, tag);
       Print(lines.str());
       return false;
     }

@@ -17,6 +17,7 @@
 #include "common/model/torch_util.h"
 #include "common/registry/progressive_loader.h"
 #include "common/segment/weight_view.h"
+#include "common/sampler/likelihood.h"
 #include "common/sampler/prompt_logprobs.h"
 #include "common/sampler/sampler_registry.h"
 #include "common/tokenizer/canvas_text.h"
@@ -130,8 +131,11 @@ void CutAtStop(std::vector<std::int64_t>& row, const generation::GenerationParam
 
 // The parameters of the flags (gen_length: --gen-length or the template's length), checked.
 StatusOr<generation::GenerationParams> ResolveParams(const GenerateOptions& o, const checkpoint::LladaConfig& config,
-                                                     std::optional<std::int64_t> gen_length) {
+                                                     std::optional<std::int64_t> gen_length,
+                                                     const tokenizer::Tokenizer* tok, sampler::PromptBatch& prompts) {
   generation::GenerationParams params = o.params;
+  if (o.likelihood.asked())  // the text pair replaces the prompt's ids
+    UNMASK_RETURN_IF_ERROR(ApplyLikelihood(o.likelihood, o.prompt_text, tok, prompts.ids[0], params));
   auto mode = o.sampler.empty() ? StatusOr<generation::SamplerMode>(generation::DefaultSampler(config))
                                 : generation::ParseSamplerMode(o.sampler);
   if (!mode.ok()) return AsFlagError(mode.status());
@@ -295,13 +299,20 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   sampler::PromptBatch prompts;
   if (Status s = BuildPrompts(o, tok->get(), prompts); !s.ok()) return fail(s);
   std::optional<std::int64_t> gen_length = o.gen_length;
+  if (Status s = CheckLikelihoodFlags(o.likelihood, !o.prompt_text.empty(), o.prompt_ids.size(),
+                                      o.gen_length || o.block_length || o.steps,
+                                      !o.suffix.empty() || !o.template_file.empty(),
+                                      o.logprobs.has_value() || o.prompt_logprobs.has_value());
+      !s.ok())
+    return fail(s);
+  if (o.likelihood.asked()) gen_length = 1;  // the job's one position, never run (as the scheduler plans it)
   if (*tok) {
     auto canvas = BuildCanvas(o.suffix, o.template_file, **tok);
     if (!canvas.ok()) return fail(canvas.status());
     prompts.canvas = std::move(*canvas);
     if (Status s = FitTemplateLength(prompts.canvas, o.template_file, gen_length); !s.ok()) return fail(s);
   }
-  auto params = ResolveParams(o, *config, gen_length);
+  auto params = ResolveParams(o, *config, gen_length, tok->get(), prompts);
   if (!params.ok()) return fail(params.status());
   model::ComputeSetupOptions setup_options;
   setup_options.threads = o.threads;
@@ -343,6 +354,20 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
       !s.ok())
     return fail(s);
 
+  if (params->likelihood) {  // as the executor runs a likelihood job: forwards of the job's size
+    const std::vector<std::int64_t>& ids = prompts.ids[0];
+    if (Status s = generation::ValidateLikelihood(*params->likelihood, (*model)->config(),
+                                                  static_cast<std::int64_t>(ids.size()), params->cfg_scale);
+        !s.ok())
+      return fail(s);
+    const auto begin = std::chrono::steady_clock::now();
+    const auto sequence = static_cast<std::int64_t>(ids.size()) + params->gen_length;
+    const sampler::LikelihoodResult r =
+        sampler::EstimateLikelihood(**model, ids, *params, sequence * (params->cfg_scale > 0 ? 2 : 1));
+    PrintLikelihoodResult(r, ids, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(),
+                          o.json, out);
+    return 0;
+  }
   nlohmann::json per_step;
   StatusOr<sampler::GenerationResult> result = InternalError("--repeat must be at least 1");
   for (int run = 0; run < std::max(o.repeat, 1); ++run) {
@@ -468,6 +493,7 @@ void AddGenerateCommand(CLI::App& app) {
                   "weight), avx512, avx2, or blas (always the BLAS)")
       ->capture_default_str();
   AddCanvasOptions(cmd, *opts);
+  AddLikelihoodOptions(cmd, opts->likelihood);
   cmd->add_flag("--json", opts->json,
                 "Print {\"output\", \"unmasked_per_step\", \"seconds\", \"text\", \"logprobs\", ...} as JSON");
   cmd->callback([opts]() { throw CLI::RuntimeError(RunGenerate(*opts, std::cout, std::cerr)); });

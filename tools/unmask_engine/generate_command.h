@@ -11,6 +11,7 @@
 
 #include "common/generation/params.h"
 #include "common/util/status.h"
+#include "tools/unmask_engine/likelihood_options.h"
 
 namespace unmask::cli {
 
@@ -54,6 +55,7 @@ struct GenerateOptions {
   std::string template_file;
   std::optional<int> logprobs;  // 0..20: each generated token's log-probability and K alternatives
   std::optional<int> prompt_logprobs;  // 0..20: each prompt token's (common/sampler/prompt_logprobs.h)
+  LikelihoodOptions likelihood;  // --continuation ...: a likelihood instead of a generation
 };
 
 // Registers the subcommand; its callback runs RunGenerate and exits with its code.
