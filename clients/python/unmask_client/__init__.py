@@ -7,6 +7,8 @@
             print(step.step, step.positions, step.tokens)
         print(c.infill("In the beginning God", " the heaven and the earth.", gen_length=4, model="unmask-kjv").text)
         print(c.fill_template('{"book": "<hole:3>"}', "John 3:16", model="unmask-kjv", logprobs=2).logprobs)
+        print(c.loglikelihood("In the beginning God created the heaven", " and the earth.", model="unmask-kjv",
+                              seed=1).likelihood.loglikelihood)
 """
 
 from unmask_client.client import (
@@ -15,6 +17,7 @@ from unmask_client.client import (
     Client,
     GenerationStream,
     Job,
+    Likelihood,
     Result,
     Step,
     TokenLogprob,
@@ -23,5 +26,5 @@ from unmask_client.client import (
     UnmaskError,
 )
 
-__all__ = ["Accepted", "Adjustment", "Client", "GenerationStream", "Job", "Result", "Step", "TokenLogprob",
-           "ToolCall", "TopLogprob", "UnmaskError"]
+__all__ = ["Accepted", "Adjustment", "Client", "GenerationStream", "Job", "Likelihood", "Result", "Step",
+           "TokenLogprob", "ToolCall", "TopLogprob", "UnmaskError"]

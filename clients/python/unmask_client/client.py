@@ -11,7 +11,8 @@ import grpc
 from unmask.v1 import generation_pb2, scheduler_pb2, scheduler_pb2_grpc
 
 # GenerateRequest fields that are not GenerationParams (the rest of **params go to params).
-_REQUEST_FIELDS = ("priority", "deadline_seconds", "idempotency_key", "partial_text", "n", "suffix", "template_text")
+_REQUEST_FIELDS = ("priority", "deadline_seconds", "idempotency_key", "partial_text", "n", "suffix", "template_text",
+                   "continuation")
 _REMASKING = {
     "low_confidence": generation_pb2.REMASKING_LOW_CONFIDENCE,
     "random": generation_pb2.REMASKING_RANDOM,
@@ -93,6 +94,19 @@ class ToolCall:
 
 
 @dataclass
+class Likelihood:
+    """A Monte Carlo estimate of log p(continuation | context) (Client.loglikelihood): the mean
+    over `samples` draws, its `standard_error` (0 with one draw), and with check_greedy whether
+    greedy unmasking of the continuation from the context gives it (`greedy`, None when not asked
+    for): lm-evaluation-harness's (loglikelihood, is_greedy)."""
+    loglikelihood: float
+    standard_error: float
+    greedy: Optional[bool]
+    samples: int
+    continuation_tokens: int
+
+
+@dataclass
 class Result:
     job_id: str
     text: str
@@ -111,6 +125,8 @@ class Result:
     content: str = ""
     # With prompt_logprobs=k: each prompt token from the second on, given the tokens before it.
     prompt_logprobs: List[TokenLogprob] = field(default_factory=list)
+    # A likelihood job's estimate (Client.loglikelihood; text and ids are then empty).
+    likelihood: Optional[Likelihood] = None
 
 
 @dataclass
@@ -127,7 +143,11 @@ class Job:
 def _params_dict(p: generation_pb2.GenerationParams) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for f, value in p.ListFields():
-        out[f.name] = generation_pb2.Remasking.Name(value).lower() if f.name == "remasking" else value
+        if f.name == "remasking":
+            value = generation_pb2.Remasking.Name(value).lower()
+        elif f.name == "likelihood":
+            value = {g.name: v for g, v in value.ListFields()}  # the fields set (0 = the default)
+        out[f.name] = value
     return out
 
 
@@ -142,11 +162,17 @@ def _logprobs(entries: Iterable[Any]) -> List[TokenLogprob]:
             for e in entries]
 
 
+def _likelihood(l: generation_pb2.LikelihoodResult) -> Likelihood:
+    return Likelihood(l.loglikelihood, l.standard_error, l.greedy if l.HasField("greedy") else None, l.samples,
+                      l.continuation_tokens)
+
+
 def _result(job_id: str, c: scheduler_pb2.Completed, accepted: Optional[Accepted] = None) -> Result:
     return Result(job_id, c.text, c.finish_reason, list(c.ids), c.sampler, c.timings.queued_seconds,
                   c.timings.running_seconds, len(c.timings.step_seconds), accepted, _logprobs(c.logprobs),
                   [ToolCall(t.id, t.name, t.arguments) for t in c.tool_calls], c.content,
-                  _logprobs(c.prompt_logprobs))
+                  _logprobs(c.prompt_logprobs),
+                  _likelihood(c.likelihood) if c.HasField("likelihood") else None)
 
 
 def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
@@ -155,6 +181,32 @@ def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
     except StopIteration:
         code = grpc.StatusCode.UNKNOWN
     return UnmaskError(code, f.message, job_id)
+
+
+def _set_likelihood(target: generation_pb2.Likelihood, value: Any) -> None:
+    """params.likelihood from a generation_pb2.Likelihood or a dict of its fields
+    (continuation_tokens, mc_num, batch_size, check_greedy); present even when all are defaults."""
+    if isinstance(value, generation_pb2.Likelihood):
+        target.CopyFrom(value)
+    elif isinstance(value, Mapping):
+        known = generation_pb2.Likelihood.DESCRIPTOR.fields_by_name
+        for name, v in value.items():
+            if name not in known:
+                raise TypeError(f"likelihood: unknown field {name!r} ({', '.join(known)})")
+            if v is None:
+                continue
+            if name == "check_greedy":
+                if not isinstance(v, bool):
+                    raise TypeError(f"check_greedy: a bool, not {type(v).__name__}")
+            elif isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name}: an int, not {type(v).__name__}")
+            try:
+                setattr(target, name, v)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{name}: {e}") from None
+    else:
+        raise TypeError(f"likelihood: a dict of its fields or a generation_pb2.Likelihood, not {type(value).__name__}")
+    target.SetInParent()
 
 
 def _json_object_text(value: Any, where: str) -> str:
@@ -239,9 +291,10 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
     params: any GenerationParams field (gen_length, block_length, steps, temperature, cfg_scale,
     remasking ("low_confidence" | "random"), sampler, threshold, factor, seed, stop_at_eos, logprobs,
     prompt_logprobs,
-    llada2's minimal_topk, top_k, top_p, eos_early_stop, dream's alg, alg_temp, eps, ...)
+    llada2's minimal_topk, top_k, top_p, eos_early_stop, dream's alg, alg_temp, eps, likelihood
+    (a dict of continuation_tokens, mc_num, batch_size, check_greedy; see Client.loglikelihood), ...)
     and the request's priority, deadline_seconds, idempotency_key, partial_text, n, suffix,
-    template_text. An unknown
+    template_text, continuation. An unknown
     name or a value of the wrong type raises TypeError here; values out of range are the
     scheduler's to refuse (UnmaskError with INVALID_ARGUMENT naming the field).
     """
@@ -275,6 +328,8 @@ def build_request(model: str, prompt: Optional[str] = None, *, chat: Optional[Se
                 raise TypeError(f"{name}: the number of alternatives per token, 0..20 (an int, not a bool)")
             if name in _REQUEST_FIELDS:
                 setattr(r, name, value)
+            elif name == "likelihood":
+                _set_likelihood(r.params.likelihood, value)
             elif name == "remasking":
                 if value not in _REMASKING:
                     raise TypeError(f"remasking: {value!r} is not one of {sorted(_REMASKING)}")
@@ -470,6 +525,43 @@ class Client:
         if not prompt:
             raise ValueError("prompt: must not be empty (the context the template follows)")
         return self.generate(prompt, model=model, template_text=template, logprobs=logprobs, **params)
+
+    def loglikelihood(self, context: str, continuation: str, *, model: str, mc_num: Optional[int] = None,
+                      batch_size: Optional[int] = None, check_greedy: bool = False, **params: Any) -> Result:
+        """Estimates log p(continuation | context) and generates nothing: lm-evaluation-harness's
+        loglikelihood request, whose answer is (loglikelihood, is_greedy). Result.likelihood holds
+        the estimate (Likelihood: loglikelihood, standard_error, greedy, samples,
+        continuation_tokens); Result.text and Result.ids are empty and the stream has no steps.
+
+        The estimate is the official one: on LLaDA and LLaDA-MoE it equals ML-GSAI/LLaDA's
+        get_log_likelihood() for the same seed (its draws are torch's generator after
+        torch.manual_seed(seed); cfg_scale is its guidance), and on Dream models it is dllm's
+        DreamEvalHarness Monte Carlo estimator (nll_type mc); LLaDA2 models refuse it. The text is
+        encoded as the evaluation code encodes a pair (the context's trailing spaces move to the
+        continuation). mc_num: rows drawn in all (None: 128), a multiple of batch_size (None: 16),
+        which the estimate depends on as officially; check_greedy: also whether greedy unmasking
+        of the continuation from the context gives it (Likelihood.greedy; not on Dream).
+        params: seed, cfg_scale, prompt_logprobs, priority, ... (gen_length, block_length, steps,
+        logprobs, suffix and n are refused: UnmaskError, INVALID_ARGUMENT naming the field)."""
+        if not isinstance(context, str):
+            raise TypeError(f"context: a string, not {type(context).__name__} (token ids: loglikelihood_ids)")
+        if not isinstance(continuation, str):
+            raise TypeError(f"continuation: a string, not {type(continuation).__name__}")
+        likelihood = {"mc_num": mc_num, "batch_size": batch_size, "check_greedy": check_greedy}
+        return self.generate(context, model=model, continuation=continuation, likelihood=likelihood, **params)
+
+    def loglikelihood_ids(self, ids: Sequence[int], continuation_tokens: int, *, model: str,
+                          mc_num: Optional[int] = None, batch_size: Optional[int] = None, check_greedy: bool = False,
+                          **params: Any) -> Result:
+        """loglikelihood() on token ids: the last continuation_tokens of ids (>= 1) are the
+        continuation, the ids before them the context. Same estimate, same Result.likelihood."""
+        if isinstance(ids, (str, bytes)):
+            raise TypeError("ids: a sequence of token ids, not a string (text: loglikelihood)")
+        if isinstance(continuation_tokens, bool) or not isinstance(continuation_tokens, int):
+            raise TypeError(f"continuation_tokens: an int, not {type(continuation_tokens).__name__}")
+        likelihood = {"continuation_tokens": continuation_tokens, "mc_num": mc_num, "batch_size": batch_size,
+                      "check_greedy": check_greedy}
+        return self.generate(model=model, ids=ids, likelihood=likelihood, **params)
 
     def choices(self, prompt: Optional[str] = None, *, model: str, n: int, chat: Optional[Sequence[Message]] = None,
                 ids: Optional[Iterable[int]] = None, **params: Any) -> List[Result]:
