@@ -119,5 +119,57 @@ TEST(ThreeDoorsEndToEndTest, ThePromptsLogprobsAreTheSameThroughEngineGrpcAndHtt
   }
 }
 
+// The likelihood of a continuation through the three doors: the engine's --continuation, the
+// gRPC API's Completed.likelihood (the `unmask` CLI) and the HTTP API's likelihood extension give
+// the same estimate for the same seed, and the same greedy answer.
+TEST(ThreeDoorsEndToEndTest, TheLikelihoodIsTheSameThroughEngineGrpcAndHttp) {
+  Stack stack(UNMASK_MODELS_DIR "/unmask-kjv", "unmask-kjv");
+  stack.StartLoader();
+  stack.StartExecutor({"--precision", "auto"});
+  const int s = stack.StartScheduler({"--http-port", "0"});
+  const int http_port = HttpPort(stack.scheduler(s));
+  ASSERT_GT(http_port, 0) << stack.scheduler(s).output();
+  constexpr char kContext[] = "In the beginning God created the heaven ";  // its space moves to the continuation
+  constexpr char kContinuation[] = "and the earth.";
+  const std::string ask = std::string(" --prompt '") + kContext + "' --continuation '" + kContinuation +
+                          "' --mc-num 16 --mc-batch-size 8 --check-greedy --seed 5 --json";
+
+  CliResult engine = RunCommand(std::string(ENGINE_BIN) + " generate --model " UNMASK_MODELS_DIR "/unmask-kjv" + ask);
+  ASSERT_EQ(engine.exit_code, 0) << engine.out;
+  const json e = LastLineWith(engine.out, "likelihood");
+  ASSERT_FALSE(e.is_null()) << engine.out;
+  const double want = e["likelihood"]["loglikelihood"];
+  EXPECT_LT(want, 0);
+  EXPECT_EQ(e["likelihood"]["samples"], 16);
+
+  CliResult grpc = stack.Cli(s, "generate --model unmask-kjv" + ask);
+  ASSERT_EQ(grpc.exit_code, 0) << grpc.out;
+  const json completed = LastLineWith(grpc.out, "completed");
+  ASSERT_FALSE(completed.is_null()) << grpc.out;
+  const json l = completed["completed"]["likelihood"];
+  EXPECT_NEAR(l["loglikelihood"].get<double>(), want, 1e-6) << grpc.out;
+  EXPECT_EQ(l.value("greedy", false), e["likelihood"]["greedy"].get<bool>());
+  EXPECT_EQ(std::stoll(l["continuation_tokens"].get<std::string>()), e["likelihood"]["continuation_tokens"].get<std::int64_t>());
+  EXPECT_FALSE(completed["completed"].contains("ids")) << "nothing generated";
+  EXPECT_EQ(LastLineWith(grpc.out, "step"), json()) << "a likelihood job has no steps";
+
+  httplib::Client client("127.0.0.1", http_port);
+  client.set_read_timeout(120);
+  const json body = {{"model", "unmask-kjv"},
+                     {"prompt", kContext},
+                     {"seed", 5},
+                     {"likelihood", {{"continuation", kContinuation}, {"mc_num", 16}, {"batch_size", 8}, {"check_greedy", true}}}};
+  auto res = client.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json reply = json::parse(res->body);
+  const json h = reply["choices"][0]["likelihood"];
+  EXPECT_NEAR(h["loglikelihood"].get<double>(), want, 1e-6) << res->body;
+  EXPECT_NEAR(h["standard_error"].get<double>(), e["likelihood"]["standard_error"].get<double>(), 1e-6);
+  EXPECT_EQ(h["is_greedy"], e["likelihood"]["greedy"]);
+  EXPECT_EQ(reply["usage"]["prompt_tokens"].get<std::size_t>(), e["prompt_ids"].size());
+  EXPECT_EQ(reply["choices"][0]["text"], "");
+}
+
 }  // namespace
 }  // namespace unmask::testing

@@ -490,5 +490,61 @@ TEST(OpenAiRequestTest, TheBodyMustBeAJsonObject) {
   EXPECT_EQ((*ok)["model"], "m");
 }
 
+// unmask's likelihood extension (openai_likelihood.h): a text prompt with its continuation, or
+// token ids with the continuation's count, reach the core request; nothing to generate is set.
+TEST(OpenAiRequestTest, LikelihoodReachesTheCoreRequestAndSetsNoLength) {
+  json body = Completion();
+  body.update({{"likelihood", {{"continuation", " God created"}, {"mc_num", 32}, {"batch_size", 8},
+                               {"check_greedy", true}}},
+               {"seed", 4}, {"cfg_scale", 0.5}, {"max_tokens", 0}});
+  auto r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->likelihood);
+  EXPECT_FALSE(r->score_only);
+  EXPECT_EQ(r->generate.continuation(), " God created");
+  const v1::GenerationParams& p = r->generate.params();
+  ASSERT_TRUE(p.has_likelihood());
+  EXPECT_EQ(p.likelihood().continuation_tokens(), 0) << "the core counts them";
+  EXPECT_EQ(p.likelihood().mc_num(), 32);
+  EXPECT_EQ(p.likelihood().batch_size(), 8);
+  EXPECT_TRUE(p.likelihood().check_greedy());
+  EXPECT_FALSE(p.has_gen_length());
+  EXPECT_EQ(p.seed(), 4u);
+
+  body = {{"model", "m"}, {"prompt", {1, 2, 3, 4}}, {"likelihood", {{"continuation_tokens", 2}}}};
+  r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->generate.params().likelihood().continuation_tokens(), 2);
+  EXPECT_EQ(r->generate.params().likelihood().mc_num(), 0) << "the default: 128";
+  EXPECT_TRUE(r->generate.continuation().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Likelihood, BadFieldTest,
+    ::testing::Values(
+        BadCase{kText, R"({"likelihood": 5})", "likelihood"},
+        BadCase{kText, R"({"likelihood": {}})", "likelihood.continuation"},
+        BadCase{kText, R"({"likelihood": {"continuation": 5}})", "likelihood.continuation"},
+        BadCase{kText, R"({"likelihood": {"continuation": ""}})", "likelihood.continuation"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "continuation_tokens": 2}})", "likelihood.continuation_tokens"},
+        BadCase{kText, R"({"prompt": [1, 2], "likelihood": {"continuation": " x"}})", "likelihood.continuation"},
+        BadCase{kText, R"({"prompt": [1, 2], "likelihood": {"mc_num": 4}})", "likelihood.continuation_tokens"},
+        BadCase{kText, R"({"prompt": [1, 2], "likelihood": {"continuation_tokens": 0}})", "likelihood.continuation_tokens"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "mc_num": 0}})", "likelihood.mc_num"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "mc_num": 70000}})", "likelihood.mc_num"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "mc_num": 8, "batch_size": 3}})", "likelihood.batch_size"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "batch_size": -1}})", "likelihood.batch_size"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "check_greedy": 1}})", "likelihood.check_greedy"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "samples": 8}})", "likelihood.samples"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "max_tokens": 8})", "max_tokens"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "echo": true})", "echo"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "logprobs": 0})", "logprobs"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "stream": true})", "stream"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "stop": "\n"})", "stop"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "suffix": " y"})", "suffix"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "template": "<hole:2>"})", "template"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "steps": 4})", "steps"},
+        BadCase{kChat, R"({"likelihood": {"continuation": " x"}})", "likelihood"}));
+
 }  // namespace
 }  // namespace unmask::scheduler::http

@@ -42,6 +42,7 @@ class ClientAgainstTheStackTest(unittest.TestCase):
         self.assertTrue(r.text.strip(), r)
         self.assertIn(r.finish_reason, ("length", "eos", "stop"))
         self.assertEqual(r.accepted.params["gen_length"], 16)
+        self.assertEqual(r.accepted.params["remasking"], "low_confidence")  # the name build_request takes
         self.assertEqual(r.steps_run, 16)
         self.assertEqual(self.client.job(r.job_id).state, "succeeded")
         self.assertEqual(self.client.job(r.job_id).result.text, r.text)

@@ -144,7 +144,7 @@ def _params_dict(p: generation_pb2.GenerationParams) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for f, value in p.ListFields():
         if f.name == "remasking":
-            value = generation_pb2.Remasking.Name(value).lower()
+            value = generation_pb2.Remasking.Name(value).lower().replace("remasking_", "", 1)  # as build_request takes it
         elif f.name == "likelihood":
             value = {g.name: v for g, v in value.ListFields()}  # the fields set (0 = the default)
         out[f.name] = value

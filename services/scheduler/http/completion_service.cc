@@ -8,6 +8,7 @@
 #include "services/scheduler/http/field_names.h"
 #include "services/scheduler/http/http_errors.h"
 #include "services/scheduler/http/token_text.h"
+#include "services/scheduler/http/openai_likelihood.h"
 #include "services/scheduler/tool_calls.h"
 
 namespace unmask::scheduler::http {
@@ -238,7 +239,7 @@ StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
   std::int64_t completion_tokens = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const ChoiceOutput::Done output = ChoiceOutput(a.output).Finish(done[i], job_ids[i]);
-    choices.push_back({output.text, output.finish_reason, output.logprobs, output.tool_calls});
+    choices.push_back({output.text, output.finish_reason, output.logprobs, output.tool_calls, LikelihoodJson(done[i])});
     completion_tokens += a.output.score_only ? 0 : done[i].ids_size();
     json choice = {{"index", i}, {"job_id", job_ids[i]}, {"seed", seeds[i]}};
     choice.update(FinishExtension(done[i]));

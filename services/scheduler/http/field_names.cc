@@ -20,6 +20,7 @@ constexpr std::pair<const char*, const char*> kNames[] = {
     {"chat.tool_choice", "tool_choice"},
     {"chat", "messages"},
     {"template_text", "template"},        // unmask's template with holes
+    {"continuation", "likelihood.continuation"},  // unmask's likelihood of a continuation
 };
 
 bool Continues(const std::string& name, std::size_t at) {

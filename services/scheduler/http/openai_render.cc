@@ -109,6 +109,7 @@ json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceTe
       }
     } else {
       choice["text"] = choices[i].text;
+      if (!choices[i].likelihood.is_null()) choice["likelihood"] = choices[i].likelihood;
     }
     out["choices"].push_back(std::move(choice));
   }

@@ -38,6 +38,7 @@ struct ChoiceText {
   std::string finish_reason;
   nlohmann::json logprobs = nullptr;
   nlohmann::json tool_calls = nullptr;  // chat: message.tool_calls (then content is null when blank)
+  nlohmann::json likelihood = nullptr;  // completions' likelihood extension (openai_likelihood.h)
 };
 nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceText>& choices,
                                   const nlohmann::json& usage, const nlohmann::json& extension);

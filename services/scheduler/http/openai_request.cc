@@ -11,6 +11,7 @@
 #include "services/scheduler/http/field_names.h"
 #include "services/scheduler/http/openai_chat_request.h"
 #include "services/scheduler/http/openai_json.h"
+#include "services/scheduler/http/openai_likelihood.h"
 #include "services/scheduler/request_validation.h"
 
 namespace unmask::scheduler::http {
@@ -236,7 +237,7 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
       max_tokens = alias;
     }
   }
-  if (max_tokens) {
+  if (max_tokens && !out.likelihood) {  // with likelihood it is 0 (ParseLikelihoodField): nothing is generated
     // 0 with echo (OpenAI's legacy scoring form): the prompt alone, scored; the job runs one
     // token's step, whose token is dropped.
     const bool zero = max_tokens->is_number_integer() && max_tokens->get<std::int64_t>() == 0;
@@ -283,7 +284,10 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
   // A template's length is its gen_length: without max_tokens the core judges the lengths once it
   // has counted the template's tokens.
   if (!out.generate.template_text().empty() && !p.has_gen_length()) return OkStatus();
-  return CheckParams(*out.generate.mutable_params());
+  v1::GenerationParams checked = p;
+  if (out.likelihood && out.generate.prompt_case() == v1::GenerateRequest::kText)
+    checked.mutable_likelihood()->set_continuation_tokens(1);  // the core counts them once it has encoded the text
+  return CheckParams(checked);
 }
 
 }  // namespace
@@ -311,6 +315,7 @@ StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const json& body) 
   }
   UNMASK_RETURN_IF_ERROR(RefuseUnsupported(body, endpoint));
   UNMASK_RETURN_IF_ERROR(ParseOutputFields(body, endpoint, out));
+  UNMASK_RETURN_IF_ERROR(ParseLikelihoodField(body, endpoint, out));
   UNMASK_RETURN_IF_ERROR(ParseGenerationFields(body, endpoint, out));
   UNMASK_RETURN_IF_ERROR(ParseStop(body, out));
   if (!out.generate.template_text().empty() && out.generate.has_chat() && !out.generate.chat().tools().empty())

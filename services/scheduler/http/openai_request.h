@@ -53,6 +53,7 @@ struct OpenAiRequest {
   bool echo = false;              // completions: the prompt, then the completion
   std::int32_t logprobs = -1;     // -1: none; k: each token's logprob and k alternatives (params.logprobs)
   bool score_only = false;        // completions' max_tokens 0 with echo and logprobs: the prompt alone
+  bool likelihood = false;        // completions' `likelihood` (openai_likelihood.h): an estimate, no text
 };
 
 // The body as JSON (its objects in their order): InvalidArgument when it is not a JSON object.
