@@ -148,6 +148,11 @@ def http_seeds(corpus):
         "refused.json": {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "logprobs": True, "n": 2},
         "scoring.json": {"model": "tiny", "prompt": "In the beginning God", "max_tokens": 0, "echo": True,
                          "logprobs": 1, "temperature": 0},
+        "likelihood.json": {"model": "tiny", "prompt": "In the beginning God", "seed": 3, "cfg_scale": 0.5,
+                            "likelihood": {"continuation": " created", "mc_num": 32, "batch_size": 8,
+                                           "check_greedy": True}},
+        "likelihood-ids.json": {"model": "tiny", "prompt": [1, 2, 3, 4], "max_tokens": 0,
+                                "likelihood": {"continuation_tokens": 2}},
         "tools.json": {"model": "tiny", "messages": [
             {"role": "user", "content": "Weather?"},
             {"role": "assistant", "content": None, "tool_calls": [

@@ -12,6 +12,7 @@
 #include "bench/common/bench_report.h"
 #include "common/model/allocator.h"
 #include "common/model/llada_model.h"
+#include "common/sampler/likelihood.h"
 #include "common/sampler/prompt_logprobs.h"
 #include "common/sampler/sampler_registry.h"
 
@@ -107,6 +108,16 @@ nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& 
       (void)sampler::PromptLogprobs(**m, row, sampler::ScoringFor(**m, p, sequence));
     }
     model::ReleaseFreeHeap();  // as RunningJob does once the prompt is scored
+  }
+  if (p.likelihood) {  // as the executor runs a likelihood job: forwards of the job's size, no steps
+    const auto& row = prompts.ids[0];
+    const auto sequence = static_cast<std::int64_t>(row.size()) + p.gen_length;
+    (void)sampler::EstimateLikelihood(**m, row, p, sequence * (p.cfg_scale > 0 ? 2 : 1));
+    const std::uint64_t peak = PeakRssBytes();
+    return {{"loaded_rss", loaded}, {"baseline_rss", baseline}, {"peak_rss", peak}, {"hwm_reset", reset},
+            {"measured", peak > baseline ? peak - baseline : 0}, {"steps", 0},
+            {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+            {"allocator", allocator}};
   }
   auto result = sampler::Generate(mode, **m, prompts, p, {}, [&](const sampler::StepEvent&) {
     return ++seen < steps_run || steps_run < 1;

@@ -77,13 +77,13 @@ RequestShape ShapeOf(const GenerationRequest& r) {
                           r.params.alg == generation::DreamAlg::kOrigin ||
                           r.params.alg == generation::DreamAlg::kMaskgitPlus;
   if (r.params.likelihood) {
-    // A likelihood job (common/sampler/likelihood.h) runs forwards of the sequence (its one
-    // generated position included) and takes the head, a float32 log-softmax and the greedy
-    // check's softmax over at most every position: the greedy reference's phases with logits
-    // rows = the sequence, plus the log-probabilities.
+    // A likelihood job (common/sampler/likelihood.h) runs forwards of one row of the sequence
+    // (its one generated position included; two with guidance) and takes the head, guidance and a
+    // float32 log-softmax over the masked positions, at most the continuation's tokens (the
+    // greedy check: the same rows, a float32 softmax). Measured by bench_memory.
     s.sampler = SamplerKind::kReference;
     s.temperature = 0;
-    s.block_length = r.prompt_length + r.params.gen_length;
+    s.logits_rows = r.params.likelihood->continuation_tokens;
     s.logprobs = true;
     s.float64_confidence = false;
   }

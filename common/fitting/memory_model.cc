@@ -217,7 +217,11 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   // Dream: the rows its samplers take logits for (DreamLogitRows), sampled in float32.
   const bool dream = config.architecture == checkpoint::Architecture::kDream && !llada2;
   const bool every_row = shape.sampler == SamplerKind::kReference && noise;
-  const u64 rows = dream ? DreamLogitRows(shape.sampler, gen, block, seq, noise) : every_row ? seq : block;
+  const bool fixed_rows = shape.logits_rows > 0;
+  const u64 rows = fixed_rows ? static_cast<u64>(shape.logits_rows)
+                   : dream    ? DreamLogitRows(shape.sampler, gen, block, seq, noise)
+                   : every_row ? seq
+                               : block;
   const u64 vocab = AtLeast1(config.embedding_size), d = AtLeast1(config.d_model);
   const u64 row_logits = Mul({batch, rows, vocab});  // elements after guidance is combined
   const u64 head = Add({Mul({model_batch, seq, d, s}), Mul({model_batch, rows, d, 2 * kF32 + s}),
@@ -235,7 +239,7 @@ MemoryEstimate EstimateRequest(const checkpoint::LladaConfig& config, const Requ
   // Logprobs: the candidates' rows (the block's; Dream's masked rows) in float32 and their
   // log-softmax, taken while the step's logits are alive (step_logprobs.cc); the log-softmax is
   // held until the step has chosen, through its noise and softmax.
-  const u64 candidates = Mul({batch, dream ? rows : std::min(rows, block), vocab});
+  const u64 candidates = Mul({batch, dream || fixed_rows ? rows : std::min(rows, block), vocab});
   const u64 logprobs_phase = shape.logprobs ? Add({Mul({row_logits, s}), Mul({2, candidates, kF32})}) : 0;
   const u64 held = shape.logprobs ? Mul({candidates, kF32}) : 0;
   const u64 noise_phase = sample.noise > 0 ? Add({sample.noise, held}) : 0;

@@ -92,6 +92,10 @@ struct RequestShape {
   // an entropy or a margin over the whole softmax. The defaults count the larger.
   bool nucleus = true;
   bool max_prob_confidence = false;
+  // > 0: the rows a step takes logits for, whatever the mode: a likelihood job's masked positions
+  // (at most its continuation's tokens, common/sampler/likelihood.h), each taken through a float32
+  // log-softmax. ShapeOf sets it.
+  std::int64_t logits_rows = 0;
   // Given by the caller: the weight segment (WeightBytes, or the manifest's segment_bytes) and
   // the scratch a quantized model dequantizes into (DequantScratchBytes). Both are per device /
   // per process, not per request: they are reported apart from `peak`.

@@ -70,6 +70,12 @@ at::Tensor LikelihoodEstimator::Guided(const at::Tensor& rows) const {
   return at::cat({rows, un});
 }
 
+void LikelihoodEstimator::Guide(at::Tensor& logits, const at::Tensor& un) const {
+  // GuidedLogits' un + (cfg + 1)(cond - un), in place: the same values without its copies
+  // (the memory model counts a step's guidance at most at GuidedLogits' size).
+  logits.sub_(un).mul_(cfg_scale_ + 1).add_(un);
+}
+
 void LikelihoodEstimator::RunRows() {
   const std::int64_t n = std::min(rows_per_pass_, params_.batch_size - next_row_);
   const at::Tensor rows = noisy_.narrow(0, next_row_, n);
@@ -83,10 +89,8 @@ void LikelihoodEstimator::RunRows() {
     const at::Tensor hidden = model_.HiddenPacked({seg})[0];  // [n (x2), L, d]
     const at::Tensor read = dream_ ? at::clamp_min(j - 1, 0) : j;  // Dream: the shifted prediction
     at::Tensor logits = model_.HeadLogits(hidden.index({r.to(hidden.device()), read.to(hidden.device())}));
-    if (cfg_scale_ > 0) {
-      const at::Tensor un = model_.HeadLogits(hidden.index({(r + n).to(hidden.device()), read.to(hidden.device())}));
-      logits = GuidedLogits(at::cat({logits, un}), cfg_scale_);
-    }
+    if (cfg_scale_ > 0)
+      Guide(logits, model_.HeadLogits(hidden.index({(r + n).to(hidden.device()), read.to(hidden.device())})));
     const at::Tensor targets = seq_.index({at::zeros_like(j), j}).to(logits.device());
     const at::Tensor nll = -at::log_softmax(logits.to(at::kFloat), -1).gather(1, targets.unsqueeze(1)).squeeze(1);
     const at::Tensor ratio = p_mask_.narrow(0, next_row_, n).index({r}).to(nll.device());
@@ -111,7 +115,7 @@ void LikelihoodEstimator::RunGreedy() {
   const at::Tensor hidden = model_.HiddenPacked({seg})[0];
   const at::Tensor cols = masked.to(hidden.device());
   at::Tensor logits = model_.HeadLogits(hidden[0].index({cols}));  // [M, V]
-  if (cfg_scale_ > 0) logits = GuidedLogits(at::cat({logits, model_.HeadLogits(hidden[1].index({cols}))}), cfg_scale_);
+  if (cfg_scale_ > 0) Guide(logits, model_.HeadLogits(hidden[1].index({cols})));
   const at::Tensor x0 = logits.argmax(-1);
   const at::Tensor confidence = at::softmax(logits.to(at::kFloat), -1).gather(1, x0.unsqueeze(1)).squeeze(1);
   const std::int64_t best = confidence.argmax().cpu().item<std::int64_t>();

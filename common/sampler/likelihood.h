@@ -54,6 +54,7 @@ class LikelihoodEstimator {
   void RunRows();
   void RunGreedy();
   at::Tensor Guided(const at::Tensor& rows) const;  // rows, then with guidance their unconditional copies
+  void Guide(at::Tensor& logits, const at::Tensor& un) const;  // guidance over the conditional logits, in place
 
   const model::LladaModel& model_;
   generation::LikelihoodParams params_;

@@ -440,5 +440,31 @@ TEST(Clamp, RefusesMalformedRequests) {
   expect_invalid(r, "temperature", "temperature: must be in [0, 100]");
 }
 
+
+// A likelihood job (GenerationParams::likelihood) is sized by its continuation: the logits and
+// log-softmax of its masked positions, whatever its one generated position (bench_memory measured
+// it at 13-36x a one-row greedy step before ShapeOf said so).
+TEST(ClampShapeTest, ALikelihoodJobIsSizedByItsContinuationsLogits) {
+  const checkpoint::LladaConfig config = testing::SmallConfigWithLladaVocab();
+  GenerationRequest r;
+  r.prompt_length = 256;
+  r.params.gen_length = r.params.block_length = r.params.steps = 1;
+  const MemoryEstimate step = EstimateRequest(config, ShapeOf(r));
+  std::uint64_t last = step.peak;
+  for (std::int64_t continuation : {16, 64, 256}) {
+    r.params.likelihood = generation::LikelihoodParams{continuation, 128, 16, false};
+    const RequestShape shape = ShapeOf(r);
+    EXPECT_EQ(shape.logits_rows, continuation);
+    EXPECT_TRUE(shape.logprobs);
+    const MemoryEstimate e = EstimateRequest(config, shape);
+    // At least the continuation's rows of logits and their float32 log-softmax.
+    EXPECT_GE(e.peak, static_cast<std::uint64_t>(continuation) * config.embedding_size * 8) << continuation;
+    EXPECT_GT(e.peak, last) << continuation;
+    last = e.peak;
+  }
+  r.params.cfg_scale = 1.0;
+  EXPECT_GT(EstimateRequest(config, ShapeOf(r)).peak, last) << "guidance doubles the rows";
+}
+
 }  // namespace
 }  // namespace unmask::fitting

@@ -544,6 +544,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"likelihood": {"continuation": " x"}, "suffix": " y"})", "suffix"},
         BadCase{kText, R"({"likelihood": {"continuation": " x"}, "template": "<hole:2>"})", "template"},
         BadCase{kText, R"({"likelihood": {"continuation": " x"}, "steps": 4})", "steps"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x"}, "n": 2})", "n"},
         BadCase{kChat, R"({"likelihood": {"continuation": " x"}})", "likelihood"}));
 
 }  // namespace

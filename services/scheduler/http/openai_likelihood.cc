@@ -62,6 +62,7 @@ Status ParseLikelihoodField(const json& body, Endpoint endpoint, OpenAiRequest& 
     const bool asks = f && (Truthy(*f) || (std::string(key) == "logprobs" && f->is_number()));
     if (asks) return Bad(key, "cannot be used with likelihood (it answers with its estimate alone)", *f);
   }
+  if (r.n() > 1) return Bad("n", "a likelihood has one answer", body["n"]);
   out.likelihood = true;
   return OkStatus();
 }

@@ -7,8 +7,8 @@
 // choice with text "" and "likelihood": {"loglikelihood", "standard_error", "samples",
 // "continuation_tokens", "is_greedy" (with check_greedy)}; usage counts the context and the
 // continuation as prompt tokens and none as completion tokens. Nothing is generated, so
-// max_tokens (other than 0), echo, logprobs, stream, stop, suffix and template are refused with
-// it, by name; chat refuses the field.
+// max_tokens (other than 0), echo, logprobs, stream, stop, suffix, template, steps, block_length
+// and n > 1 are refused with it, by name; chat refuses the field.
 #pragma once
 
 #include <nlohmann/json.hpp>
