@@ -2,11 +2,13 @@
 // command that reproduces them, peak memory, and a section of docs/benchmarks.md to replace.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/util/status.h"
 
@@ -26,6 +28,11 @@ std::string CommandLine(int argc, char** argv);
 bool ReplaceDocSection(const std::string& path, const std::string& id, const std::string& markdown);
 
 std::string FormatBytes(std::uint64_t bytes);
+// One number through a printf format ("%.2fx").
+std::string Fmt(const char* format, double v);
+// The middle value (the upper one of an even count); `v` must not be empty.
+double Median(std::vector<double> v);
+double SecondsSince(std::chrono::steady_clock::time_point since);
 
 // The value, or (a benchmark cannot go on without it) `what: <status>` on stderr and exit 1.
 template <typename T>

@@ -32,12 +32,9 @@ namespace {
 using namespace unmask;
 
 using bench::Check;
-
-std::string Fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using bench::Fmt;
+using bench::Median;
+using bench::ReverseWords;
 
 struct Options {
   std::string dir = "models/unmask-kjv", corpus_path, doc, precision = "bf16";
@@ -72,15 +69,6 @@ sampler::LikelihoodResult MonteCarlo(const model::LladaModel& m, const std::vect
   p.likelihood = generation::LikelihoodParams{static_cast<std::int64_t>(continuation.size()), mc_num,
                                               std::min(mc_num, 16), check_greedy};
   return sampler::EstimateLikelihood(m, Concat(context, continuation), p, tokens_per_pass);
-}
-
-// The gap's words in reverse order (the same tokens).
-std::vector<std::int64_t> ReverseWords(const std::vector<std::int64_t>& gap, const tokenizer::Tokenizer& tok) {
-  const std::vector<std::int32_t> ids(gap.begin(), gap.end());
-  const auto starts = Check(bench::WordStarts(ids, tok), "word starts");
-  std::vector<std::int64_t> out;
-  for (std::size_t w = starts.size() - 1; w-- > 0;) out.insert(out.end(), gap.begin() + starts[w], gap.begin() + starts[w + 1]);
-  return out;
 }
 
 struct Tally {
@@ -140,15 +128,6 @@ std::string QualityRows(const model::LladaModel& m, const tokenizer::Tokenizer& 
          "|---|---|---|---|---|\n" + rows;
 }
 
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Per mc_num: an estimate as the executor runs it (forwards of the job's size: one row of the
 // sequence, its one generated position included) and with a whole draw per forward, against the
 // deterministic scoring (the continuation's T rows), on the first case's prefix and gap.
@@ -160,13 +139,13 @@ std::string SpeedRows(const model::LladaModel& m, const bench::InfillCase& c, co
     for (int r = 0; r < o.repeats; ++r) {
       auto t = std::chrono::steady_clock::now();
       MonteCarlo(m, c.prefix, c.gap, mc_num, false, sequence);
-      job.push_back(Seconds(t));
+      job.push_back(bench::SecondsSince(t));
       t = std::chrono::steady_clock::now();
       MonteCarlo(m, c.prefix, c.gap, mc_num, false, 1 << 20);
-      wide.push_back(Seconds(t));
+      wide.push_back(bench::SecondsSince(t));
       t = std::chrono::steady_clock::now();
       Deterministic(m, c.prefix, c.gap);
-      det.push_back(Seconds(t));
+      det.push_back(bench::SecondsSince(t));
     }
     const double a = Median(job), b = Median(wide), d = Median(det);
     rows += "| " + std::to_string(mc_num) + " | " + std::to_string(sequence - 1) + " (" + std::to_string(c.gap.size()) +

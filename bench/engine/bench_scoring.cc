@@ -29,12 +29,9 @@ namespace {
 using namespace unmask;
 
 using bench::Check;
-
-std::string Fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using bench::Fmt;
+using bench::Median;
+using bench::ReverseWords;
 
 struct Options {
   std::string dir = "models/unmask-kjv", corpus_path, doc, precision = "bf16";
@@ -54,15 +51,6 @@ std::pair<double, std::int64_t> Continuation(const model::LladaModel& m, const s
   double sum = 0;
   for (std::size_t j = context.size(); j < prompt.size(); ++j) sum += scored[j]->logprob;
   return {sum, static_cast<std::int64_t>(continuation.size())};
-}
-
-// The gap's words in reverse order (the same tokens).
-std::vector<std::int64_t> ReverseWords(const std::vector<std::int64_t>& gap, const tokenizer::Tokenizer& tok) {
-  const std::vector<std::int32_t> ids(gap.begin(), gap.end());
-  const auto starts = Check(bench::WordStarts(ids, tok), "word starts");
-  std::vector<std::int64_t> out;
-  for (std::size_t w = starts.size() - 1; w-- > 0;) out.insert(out.end(), gap.begin() + starts[w], gap.begin() + starts[w + 1]);
-  return out;
 }
 
 std::string QualityRows(const model::LladaModel& m, const tokenizer::Tokenizer& tok,
@@ -95,15 +83,6 @@ std::string QualityRows(const model::LladaModel& m, const tokenizer::Tokenizer& 
          Fmt("%.3f", true_mean / static_cast<double>(n)) + ".\n";
 }
 
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 std::string SpeedRows(const model::LladaModel& m, const std::vector<std::int64_t>& text, const Options& o) {
   std::string rows;
   for (const std::int64_t length : o.lengths) {
@@ -118,12 +97,12 @@ std::string SpeedRows(const model::LladaModel& m, const std::vector<std::int64_t
     for (int r = 0; r < o.repeats; ++r) {
       auto t = std::chrono::steady_clock::now();
       sampler::PromptLogprobs(m, prompt, scoring);
-      score.push_back(Seconds(t));
+      score.push_back(bench::SecondsSince(t));
       t = std::chrono::steady_clock::now();
       sampler::PromptBatch batch;
       batch.ids = {prompt};
       Check(sampler::Generate(m, batch, p), "generate");
-      generate.push_back(Seconds(t));
+      generate.push_back(bench::SecondsSince(t));
     }
     const double s = Median(score), g = Median(generate);
     const std::int64_t rows_per_pass = std::max<std::int64_t>(1, scoring.tokens_per_pass / length);

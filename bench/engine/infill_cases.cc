@@ -1,5 +1,7 @@
 #include "bench/engine/infill_cases.h"
 
+#include "bench/common/bench_report.h"
+
 #include <algorithm>
 
 namespace unmask::bench {
@@ -63,6 +65,14 @@ std::vector<InfillCase> EvenlySpaced(const std::vector<InfillCase>& all, std::in
   if (n <= 0 || n >= static_cast<std::int64_t>(all.size())) return all;
   std::vector<InfillCase> out;
   for (std::int64_t i = 0; i < n; ++i) out.push_back(all[static_cast<std::size_t>(i) * all.size() / n]);
+  return out;
+}
+
+std::vector<std::int64_t> ReverseWords(const std::vector<std::int64_t>& gap, const tokenizer::Tokenizer& tok) {
+  const std::vector<std::int32_t> ids(gap.begin(), gap.end());
+  const auto starts = Check(WordStarts(ids, tok), "word starts");
+  std::vector<std::int64_t> out;
+  for (std::size_t w = starts.size() - 1; w-- > 0;) out.insert(out.end(), gap.begin() + starts[w], gap.begin() + starts[w + 1]);
   return out;
 }
 

@@ -35,6 +35,9 @@ struct InfillCase {
 // a space), then ids.size() as the end.
 StatusOr<std::vector<std::size_t>> WordStarts(const std::vector<std::int32_t>& ids, const tokenizer::Tokenizer& tok);
 
+// The gap's words in reverse order (the same tokens): the scoring benchmarks' "order" test.
+std::vector<std::int64_t> ReverseWords(const std::vector<std::int64_t>& gap, const tokenizer::Tokenizer& tok);
+
 // Every verse of `chapters` (in order) that the rule can cut.
 StatusOr<std::vector<InfillCase>> MakeInfillCases(const std::vector<train::Chapter>& chapters,
                                                   const tokenizer::Tokenizer& tok, const InfillRule& rule);
