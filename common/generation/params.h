@@ -111,6 +111,8 @@ struct GenerationParams {
   std::int32_t prompt_logprobs = -1;
   // Set: the job estimates the continuation's log-likelihood and generates nothing.
   std::optional<LikelihoodParams> likelihood;
+  // With prompt_logprobs: the job scores its prompt and generates nothing.
+  bool score_only = false;
 
   // The model's token ids the sampler acts on (WithModelTokens sets them from config.json; the
   // official code fixes them to LLaDA-8B's, the defaults here).

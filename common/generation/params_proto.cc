@@ -78,6 +78,7 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, Sampl
     l.check_greedy = in.likelihood().check_greedy();
     p.likelihood = l;
   }
+  p.score_only = in.score_only();
   Status valid = ValidateFields(p);
   if (!valid.ok()) return UnderField("params", valid);
   return p;
@@ -132,6 +133,7 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
   out.set_eps(p.eps);
   if (p.logprobs >= 0) out.set_logprobs(p.logprobs);
   if (p.prompt_logprobs >= 0) out.set_prompt_logprobs(p.prompt_logprobs);
+  out.set_score_only(p.score_only);
   if (p.likelihood) {
     v1::Likelihood* l = out.mutable_likelihood();
     l->set_continuation_tokens(p.likelihood->continuation_tokens);

@@ -240,6 +240,10 @@ Status ValidateFields(const GenerationParams& p) {
                                                     Int(p.prompt_logprobs));
   UNMASK_RETURN_IF_ERROR(RefuseOthersFields(p));
   if (p.likelihood) UNMASK_RETURN_IF_ERROR(ValidateLikelihoodFields(p));
+  if (p.score_only && p.prompt_logprobs < 0)
+    return InvalidFieldError("score_only", "scores the prompt: ask for prompt_logprobs too");
+  if (p.score_only && p.logprobs >= 0)
+    return InvalidFieldError("logprobs", "a score_only job generates nothing: ask for prompt_logprobs instead");
   if (IsDreamFamily(p.sampler)) return ValidateDreamFields(p);
   return IsBlockDiffusion(p.sampler) ? ValidateBlockDiffusionFields(p) : OkStatus();
 }

@@ -184,12 +184,16 @@ void ExecutorCore::Step(std::vector<Slot>& batch) {
   std::vector<Slot*> stepping;
   for (Slot& slot : batch) {
     if (!slot.run->scoring()) {
-      stepping.push_back(&slot);
+      if (slot.run->generates()) {
+        stepping.push_back(&slot);
+      } else {
+        slot.run->Complete();  // a one-token prompt, scored as it started
+      }
       continue;
     }
     try {
       slot.run->ScoreNext();
-      if (!slot.run->scoring() && !slot.run->generates()) slot.run->Complete();  // a likelihood job
+      if (!slot.run->scoring() && !slot.run->generates()) slot.run->Complete();  // score_only or likelihood
     } catch (const std::exception& e) {
       slot.run->Fail(InternalError(std::string("scoring the prompt: ") + e.what()));
     }

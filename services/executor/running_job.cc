@@ -159,7 +159,7 @@ void RunningJob::Complete() {
   for (std::size_t i = 0; !logprobs_.empty() && i < c.ids.size(); ++i)
     if (logprobs_[0][i]) c.logprobs.emplace_back(static_cast<std::int64_t>(i), *logprobs_[0][i]);
   c.prompt_logprobs = prompt_logprobs_;
-  if (likelihood_) {  // nothing generated: the sampler never stepped
+  if (!generates()) {  // nothing generated: the sampler never stepped
     c.ids.clear();
     c.logprobs.clear();
     c.likelihood = likelihood_;
@@ -170,7 +170,7 @@ void RunningJob::Complete() {
   c.running_seconds = running;
   c.step_seconds = step_seconds_;
   c.batch_size = largest_batch_;
-  const auto tokens = likelihood_ ? std::int64_t{0} : static_cast<std::int64_t>(result.output[0].size());
+  const auto tokens = generates() ? static_cast<std::int64_t>(result.output[0].size()) : std::int64_t{0};
   blocks_.EndOk();
   span_.SetAttribute("batch.size", static_cast<std::int64_t>(largest_batch_));
   span_.SetAttribute("blocks", blocks_.blocks_started());

@@ -48,8 +48,11 @@ class RunningJob {
   // its other jobs in between); its sampler steps once it is done, unless it generates nothing.
   bool scoring() const { return scorer_ != nullptr || estimator_ != nullptr; }
   void ScoreNext();
-  // False for a likelihood job: it completes once scored, its sampler never steps.
-  bool generates() const { return !job_->request().params.likelihood.has_value(); }
+  // False for a likelihood or score_only job: it completes once scored, its sampler never steps.
+  bool generates() const {
+    const auto& p = job_->request().params;
+    return !p.likelihood.has_value() && !p.score_only;
+  }
 
   // False once the job was cancelled or passed its deadline; it has then failed.
   bool StillWanted(Clock::time_point now);

@@ -121,6 +121,20 @@ Status ValidatePrompt(const v1::GenerateRequest& r) {
   return InvalidFieldError("prompt", "set one of text, chat or ids");
 }
 
+// What a request that generates nothing (`what`: a likelihood or score_only request) cannot ask:
+// a gap, holes, several answers, lengths.
+Status RefuseGeneration(const v1::GenerateRequest& r, const std::string& what) {
+  if (!r.suffix().empty()) return InvalidFieldError("suffix", what + " has no gap to fill");
+  if (!r.template_text().empty()) return InvalidFieldError("template_text", what + " has no holes to fill");
+  if (r.n() > 1) return InvalidFieldError("n", what + " has one answer, got " + std::to_string(r.n()));
+  for (const auto& [set, field] : {std::pair{r.params().has_gen_length(), "params.gen_length"},
+                                   std::pair{r.params().has_block_length(), "params.block_length"},
+                                   std::pair{r.params().has_steps(), "params.steps"}}) {
+    if (set) return InvalidFieldError(field, what + " generates nothing: leave it unset");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ValidateLikelihoodRequest(const v1::GenerateRequest& r) {
@@ -148,14 +162,7 @@ Status ValidateLikelihoodRequest(const v1::GenerateRequest& r) {
     default:
       return InvalidFieldError("params.likelihood", "takes a text or ids prompt (context then continuation), not a chat");
   }
-  if (!r.suffix().empty()) return InvalidFieldError("suffix", "a likelihood request has no gap to fill");
-  if (!r.template_text().empty()) return InvalidFieldError("template_text", "a likelihood request has no holes to fill");
-  if (r.n() > 1) return InvalidFieldError("n", "a likelihood request has one answer, got " + std::to_string(r.n()));
-  if (r.params().has_gen_length()) return InvalidFieldError("params.gen_length", "a likelihood request generates nothing: leave it unset");
-  if (r.params().has_block_length())
-    return InvalidFieldError("params.block_length", "a likelihood request generates nothing: leave it unset");
-  if (r.params().has_steps()) return InvalidFieldError("params.steps", "a likelihood request generates nothing: leave it unset");
-  return OkStatus();
+  return RefuseGeneration(r, "a likelihood request");
 }
 
 Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
@@ -165,6 +172,7 @@ Status ValidateGenerateRequest(const v1::GenerateRequest& r) {
   // The rules of every door. A template without gen_length has its length (and the steps and
   // blocks that depend on it) only once encoded: Prepare checks its parameters then.
   UNMASK_RETURN_IF_ERROR(ValidateLikelihoodRequest(r));
+  if (r.params().score_only()) UNMASK_RETURN_IF_ERROR(RefuseGeneration(r, "a score_only request"));
   v1::GenerationParams params = r.params();
   if (params.has_likelihood() && r.prompt_case() == v1::GenerateRequest::kText)
     params.mutable_likelihood()->set_continuation_tokens(1);  // counted from `continuation` once encoded

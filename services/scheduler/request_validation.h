@@ -24,7 +24,8 @@ Status ValidateGenerateRequest(const v1::GenerateRequest& request);
 // params.likelihood; with it a text prompt gives the continuation's text
 // (params.likelihood.continuation_tokens unset: the scheduler counts them), an ids prompt the
 // count (no text), a chat prompt is refused; no suffix, template or n > 1; gen_length,
-// block_length and steps unset (nothing is generated). Errors name the field.
+// block_length and steps unset (nothing is generated). Errors name the field. A score_only
+// request (params.score_only) follows the last two rules too.
 Status ValidateLikelihoodRequest(const v1::GenerateRequest& request);
 
 // Each tool message answers a call the last assistant message before it made (OpenAI's rule);

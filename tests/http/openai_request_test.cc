@@ -349,6 +349,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"max_tokens": 0, "logprobs": 1})", "max_tokens"},
         BadCase{kText, R"({"max_tokens": 0, "echo": true, "logprobs": 1, "suffix": " end"})", "max_tokens"},
         BadCase{kText, R"({"max_tokens": 0, "echo": true, "logprobs": 1, "template": "a <hole:2>"})", "max_tokens"},
+        BadCase{kText, R"({"max_tokens": 0, "echo": true, "logprobs": 1, "steps": 4})", "steps"},
+        BadCase{kText, R"({"max_tokens": 0, "echo": true, "logprobs": 1, "block_length": 4})", "block_length"},
+        BadCase{kText, R"({"max_tokens": 0, "echo": true, "logprobs": 1, "n": 2})", "n"},
         BadCase{kChat, R"({"max_tokens": 0, "logprobs": true})", "max_tokens"},
         BadCase{kChat, R"({"echo": true})", "echo"},
         BadCase{kText, R"({"template": 5})", "template"}, BadCase{kText, R"({"template": ""})", "template"},
@@ -394,14 +397,19 @@ TEST(OpenAiRequestTest, CompletionsSuffixEchoLogprobsAndTemplateReachTheCoreRequ
   body["logprobs"] = 20;
   EXPECT_TRUE(ParseOpenAiRequest(Endpoint::kCompletions, body).ok());
 
-  // max_tokens 0 with echo and logprobs: the prompt alone, scored (the job runs one token).
+  // max_tokens 0 with echo and logprobs: the prompt alone, scored (params.score_only: the job
+  // generates nothing, so it sets no length and asks no generated token's logprobs).
   json scoring = Completion();
   scoring.update({{"echo", true}, {"logprobs", 1}, {"max_tokens", 0}});
   r = ParseOpenAiRequest(Endpoint::kCompletions, scoring);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->score_only);
-  EXPECT_EQ(r->generate.params().gen_length(), 1);
+  EXPECT_TRUE(r->generate.params().score_only());
+  EXPECT_FALSE(r->generate.params().has_gen_length());
+  EXPECT_FALSE(r->generate.params().has_logprobs());
+  EXPECT_EQ(r->logprobs, 1) << "the echoed prompt's tokens are rendered with 1 alternative";
   EXPECT_EQ(r->generate.params().prompt_logprobs(), 1);
+  EXPECT_TRUE(ValidateGenerateRequest(r->generate).ok()) << "the core takes what the HTTP API accepts";
   scoring["max_tokens"] = 1;
   r = ParseOpenAiRequest(Endpoint::kCompletions, scoring);
   ASSERT_TRUE(r.ok());

@@ -447,6 +447,29 @@ TEST_F(ExecutorServiceTest, ALikelihoodJobEstimatesAsTheEngineDoesAndGeneratesNo
   EXPECT_EQ(services::FromGrpcStatus(r.status).field(), "params.likelihood.batch_size");
 }
 
+// A score_only job scores its prompt and completes: no step, no ids, the prompt's
+// log-probabilities in the result, as the engine scores them.
+TEST_F(ExecutorServiceTest, AScoreOnlyJobScoresItsPromptAndGeneratesNothing) {
+  const std::vector<std::int64_t> prompt = {17, 230, 45, 301, 8, 99};
+  for (const std::vector<std::int64_t>& p : {prompt, std::vector<std::int64_t>{17}}) {  // a one-token prompt too
+    v1::RunRequest req = Request(p, 1, 1, 1);
+    req.mutable_params()->set_prompt_logprobs(1);
+    req.mutable_params()->set_score_only(true);
+    const RunOutcome out = Run(req);
+    ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+    EXPECT_TRUE(out.steps.empty());
+    EXPECT_EQ(out.completed.ids_size(), 0);
+    EXPECT_EQ(out.completed.steps_run(), 0);
+    ASSERT_EQ(out.completed.prompt_logprobs_size(), static_cast<int>(p.size()) - 1);
+    const auto engine = sampler::PromptLogprobs(*core_->model(), p, sampler::PromptScoring{1, 0, 4096, 0});
+    for (int i = 0; i < out.completed.prompt_logprobs_size(); ++i)
+      EXPECT_NEAR(out.completed.prompt_logprobs(i).logprob(), engine[i + 1]->logprob, 1e-4) << i;
+  }
+  v1::RunRequest bad = Request(prompt, 1, 1, 1);
+  bad.mutable_params()->set_score_only(true);
+  EXPECT_EQ(services::FromGrpcStatus(Run(bad).status).field(), "params.score_only");
+}
+
 TEST_F(ExecutorServiceTest, BadRequestsNameTheField) {
   v1::RunRequest req = Request({1, 2}, 16, 8, 16);
   req.set_model_id("other-model");

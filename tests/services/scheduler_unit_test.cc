@@ -202,6 +202,32 @@ TEST(RequestValidationTest, EveryBadLikelihoodFieldIsNamed) {
   }
 }
 
+TEST(RequestValidationTest, AScoreOnlyRequestSetsNoLengthAndNoCanvas) {
+  v1::GenerateRequest r = Valid();
+  r.mutable_params()->set_score_only(true);
+  r.mutable_params()->set_prompt_logprobs(0);
+  EXPECT_TRUE(ValidateGenerateRequest(r).ok());
+  for (const char* field : {"params.gen_length", "params.block_length", "params.steps", "suffix", "n",
+                            "params.score_only", "params.logprobs"}) {
+    v1::GenerateRequest bad = r;
+    const std::string f = field;
+    if (f == "params.gen_length") bad.mutable_params()->set_gen_length(4);
+    if (f == "params.block_length") bad.mutable_params()->set_block_length(4);
+    if (f == "params.steps") bad.mutable_params()->set_steps(4);
+    if (f == "suffix") bad.set_suffix(" x");
+    if (f == "n") bad.set_n(2);
+    if (f == "params.score_only") bad.mutable_params()->clear_prompt_logprobs();
+    if (f == "params.logprobs") bad.mutable_params()->set_logprobs(1);
+    const Status s = ValidateGenerateRequest(bad);
+    ASSERT_FALSE(s.ok()) << field;
+    EXPECT_EQ(s.field(), field) << s.ToString();
+  }
+  const v1::GenerationParams job = LikelihoodJobParams(r.params(), 0);
+  EXPECT_EQ(job.gen_length(), 1);
+  EXPECT_EQ(job.steps(), 1);
+  EXPECT_FALSE(job.has_likelihood());
+}
+
 TEST(LikelihoodJobParamsTest, TheJobGeneratesOnePositionItNeverRunsAndKnowsItsContinuation) {
   v1::GenerationParams asked;
   asked.mutable_likelihood()->set_mc_num(8);

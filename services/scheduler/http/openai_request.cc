@@ -238,8 +238,8 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
     }
   }
   if (max_tokens && !out.likelihood) {  // with likelihood it is 0 (ParseLikelihoodField): nothing is generated
-    // 0 with echo (OpenAI's legacy scoring form): the prompt alone, scored; the job runs one
-    // token's step, whose token is dropped.
+    // 0 with echo (OpenAI's legacy scoring form): the prompt alone, scored; the job generates
+    // nothing (params.score_only).
     const bool zero = max_tokens->is_number_integer() && max_tokens->get<std::int64_t>() == 0;
     if (zero && (endpoint != Endpoint::kCompletions || !out.echo || out.logprobs < 0))
       return Bad("max_tokens", "must be at least 1 (0 only with echo and logprobs: the prompt scored alone)", *max_tokens);
@@ -247,7 +247,12 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
       return Bad("max_tokens", "0 scores the prompt alone: it takes no suffix or template", *max_tokens);
     UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*max_tokens, "max_tokens", zero ? 0 : 1, kMaxGenLength));
     out.score_only = n == 0;
-    p.set_gen_length(std::max<std::int64_t>(n, 1));
+    if (out.score_only) {
+      p.set_score_only(true);  // the prompt scored, nothing generated (the job has no steps)
+      p.clear_logprobs();      // no generated token to report; the echoed prompt's are prompt_logprobs
+    } else {
+      p.set_gen_length(n);
+    }
   }
   if (const json* v = Field(body, "steps")) {
     UNMASK_ASSIGN_OR_RETURN(std::int64_t n, Integer(*v, "steps", 1, kMaxGenLength));
@@ -278,6 +283,13 @@ Status ParseGenerationFields(const json& body, Endpoint endpoint, OpenAiRequest&
     UNMASK_ASSIGN_OR_RETURN(double d, Number(*v, "deadline_seconds", 0, kMaxDeadlineSeconds,
                                              "must be a number of seconds in [0, 604800] (0 = none)"));
     out.generate.set_deadline_seconds(d);
+  }
+  if (out.score_only) {  // the core's rules for a job that generates nothing, named as here
+    for (const char* key : {"steps", "block_length"}) {
+      if (const json* v = Field(body, key); v && !v->is_null())
+        return Bad(key, "cannot be used with max_tokens 0 (the prompt scored alone: nothing is generated)", *v);
+    }
+    if (out.generate.n() > 1) return Bad("n", "max_tokens 0 scores the prompt once", body["n"]);
   }
   UNMASK_RETURN_IF_ERROR(ParseSamplerFields(body, p));
   UNMASK_RETURN_IF_ERROR(ParseDreamFields(body, p));
