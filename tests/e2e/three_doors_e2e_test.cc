@@ -169,6 +169,11 @@ TEST(ThreeDoorsEndToEndTest, TheLikelihoodIsTheSameThroughEngineGrpcAndHttp) {
   EXPECT_EQ(h["is_greedy"], e["likelihood"]["greedy"]);
   EXPECT_EQ(reply["usage"]["prompt_tokens"].get<std::size_t>(), e["prompt_ids"].size());
   EXPECT_EQ(reply["choices"][0]["text"], "");
+  // The stored job, read back as a person would.
+  CliResult job = stack.Cli(s, "job " + reply["unmask"]["job_id"].get<std::string>());
+  ASSERT_EQ(job.exit_code, 0) << job.out;
+  EXPECT_NE(job.out.find("loglikelihood -"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("over 16 samples"), std::string::npos) << job.out;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tools/unmask_cli/canvas_flags.h"
+#include "tools/unmask_cli/likelihood_flags.h"
 #include "tools/unmask_cli/commands.h"
 #include "unmask/v1/scheduler.grpc.pb.h"
 
@@ -39,6 +40,7 @@ std::string JobSummary(const v1::JobInfo& j) {
   if (j.has_result()) {
     out << "finish:      " << j.result().finish_reason() << "\n" << "text:        " << j.result().text() << "\n";
     PrintLogprobs(out, j.result());
+    PrintLikelihood(out, j.result());
   }
   if (j.has_error()) out << "error:       " << j.error().message() << "\n";
   return out.str();

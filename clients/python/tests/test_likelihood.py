@@ -151,6 +151,19 @@ class LikelihoodAgainstTheStackTest(unittest.TestCase):
             self.assertEqual(list(s), [])  # no steps
             self.assertEqual(s.result.likelihood, self.estimate().likelihood)
 
+    def test_score_only_scores_the_prompt_and_generates_nothing(self):
+        with self.client.stream(CONTEXT, model=MODEL, prompt_logprobs=1, score_only=True) as s:
+            self.assertEqual(list(s), [])  # no steps
+        r = s.result
+        self.assertEqual(r.ids, [])
+        self.assertEqual(r.steps_run, 0)
+        self.assertEqual([e.position for e in r.prompt_logprobs], list(range(1, r.accepted.prompt_tokens)))
+        scored = self.client.generate(CONTEXT, model=MODEL, gen_length=1, block_length=1, steps=1, prompt_logprobs=1)
+        self.assertEqual([e.logprob for e in r.prompt_logprobs], [e.logprob for e in scored.prompt_logprobs])
+        self.assertRefused("params.score_only", lambda: self.client.generate(CONTEXT, model=MODEL, score_only=True))
+        self.assertRefused("params.gen_length", lambda: self.client.generate(
+            CONTEXT, model=MODEL, prompt_logprobs=1, score_only=True, gen_length=4))
+
     def test_bad_values_are_refused_by_name(self):
         self.assertRefused("params.likelihood.batch_size", lambda: self.estimate(mc_num=10, batch_size=4))
         self.assertRefused("continuation", lambda: self.estimate(""))
