@@ -22,11 +22,9 @@ Tests never run this.
 """
 
 import argparse
-import ast
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
 import torch
@@ -36,7 +34,7 @@ import make_dream_golden as dream
 import make_moe_golden as moe
 from dream_standins import install_dream_standins
 from hf_checkpoint_files import DATA, write_json
-from make_prompt_logprobs_golden import CpuTorch, llada_get_log_likelihood
+from make_prompt_logprobs_golden import CpuTorch, compiled_methods, llada_get_log_likelihood
 
 CONTEXT = [17, 230, 45, 301, 8]
 CONTINUATION = [99, 150, 420, 3, 77]
@@ -51,17 +49,6 @@ CASES = [
     ("tiny-dream", "dream", [17, 230, 45, 301], [8, 99, 150, 420, 3], 8, 4, 0.0, 3, False),
     ("tiny-dream-tied", "dream", [120, 7], [388, 64, 250, 31], 6, 2, 0.0, 9, False),
 ]
-
-
-def compiled_methods(git_dir, path, class_name, names, namespace):
-    """The named methods of a class, compiled alone from the file's syntax tree."""
-    source = subprocess.check_output(["git", "--git-dir", git_dir, "show", "HEAD:" + path], text=True)
-    tree = ast.parse(source)
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
-    wanted = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name in names]
-    assert len(wanted) == len(names), (class_name, names)
-    exec(compile(ast.Module(body=wanted, type_ignores=[]), path, "exec"), namespace)
-    return type(class_name + "Methods", (), {f.name: namespace[f.name] for f in wanted})
 
 
 def main():

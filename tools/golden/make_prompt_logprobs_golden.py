@@ -108,16 +108,22 @@ class CpuTorch(types.ModuleType):
         return getattr(torch, name)
 
 
+def compiled_methods(git_dir, path, class_name, names, namespace):
+    """The named methods of a class, compiled alone from the file's syntax tree (the module itself
+    may import what is not installed here)."""
+    source = subprocess.check_output(["git", "--git-dir", git_dir, "show", "HEAD:" + path], text=True)
+    tree = ast.parse(source)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
+    wanted = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name in names]
+    assert len(wanted) == len(names), (class_name, names)
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), path, "exec"), namespace)
+    return type(class_name + "Methods", (), {f.name: namespace[f.name] for f in wanted})
+
+
 def dream_harness(dllm_git):
     """DreamEvalHarness's _get_logits and _eval_target_nll_ar, compiled alone from eval.py."""
-    source = subprocess.check_output(["git", "--git-dir", dllm_git, "show", "HEAD:dllm/pipelines/dream/eval.py"], text=True)
-    tree = ast.parse(source)
-    harness = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "DreamEvalHarness")
-    wanted = [f for f in harness.body if isinstance(f, ast.FunctionDef) and f.name in ("_get_logits", "_eval_target_nll_ar")]
-    assert len(wanted) == 2
-    namespace = {"torch": CpuTorch("torch"), "F": F}
-    exec(compile(ast.Module(body=wanted, type_ignores=[]), "dllm/pipelines/dream/eval.py", "exec"), namespace)
-    return type("DreamEvalMethods", (), {f.name: namespace[f.name] for f in wanted})
+    return compiled_methods(dllm_git, "dllm/pipelines/dream/eval.py", "DreamEvalHarness",
+                            ["_get_logits", "_eval_target_nll_ar"], {"torch": CpuTorch("torch"), "F": F})
 
 
 def main():
