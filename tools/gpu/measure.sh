@@ -192,6 +192,9 @@ run int4_dualthr_fk --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" 
 # The embedding table and the LM head quantized too (2 GiB of bf16 tables become 0.6 GiB).
 run int4eh_dualthr_fk --weights int4:g64:emb:head --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs \
   --fused-kernels
+# The official Monte Carlo likelihood (get_log_likelihood: 128 samples of a 32-token answer after
+# a 32-token prompt), never run on a GPU before: that it runs, its time and its memory.
+run likelihood_mc128 --prompt-ids "$(seq -s, 100 163)" --continuation-tokens 32 --mc-num 128 --mc-batch-size 32
 # Measured in earlier leases; last, so that a short lease skips them first.
 run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dualthr_eager --sampler dual_cache+threshold "${G[@]}" --repeat 2
