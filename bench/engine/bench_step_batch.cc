@@ -11,7 +11,7 @@
 //
 //   bench_step_batch --model models/unmask-kjv [--jobs 1,4,8] [--requests 24] [--sampler dual_cache+threshold]
 //                    [--max-tokens 32,64,96] [--precision auto] [--threads 0] [--rounds 3] [--doc docs/benchmarks.md]
-//                    [--device cuda [--cuda-graphs] [--fused-kernels]]   (tools/gpu/measure.sh)
+//                    [--device cuda [--cuda-graphs] [--no-fused-kernels]]   (tools/gpu/measure.sh)
 //   bench_step_batch --profile-ops [--jobs 1,8]   (where a batched step's time goes, by ATen operator)
 //
 // Prompts are random token ids (seeded; lengths 8 to 40), so the text means nothing; the
@@ -45,7 +45,7 @@ struct Args {
   std::string model = "models/unmask-kjv", jobs = "1,4,8", sampler = "dual_cache+threshold", max_tokens = "32,64,96";
   std::string precision = "auto", doc, device = "cpu";
   int rounds = 3, requests = 24, threads = 0;
-  bool profile_ops = false, cuda_graphs = false, fused_kernels = false;
+  bool profile_ops = false, cuda_graphs = false, fused_kernels = true;
 };
 
 std::vector<std::int64_t> Ints(const std::string& list) {
@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
                  "cpu or cuda[:N]; on cuda each forward is waited for, so the forward column is the device's time")
       ->capture_default_str();
   app.add_flag("--cuda-graphs", a.cuda_graphs, "cuda: replay a generation stepping alone as CUDA graphs");
-  app.add_flag("--fused-kernels", a.fused_kernels, "cuda: the fused elementwise kernels (model/fused_ops.h)");
+  app.add_flag("!--no-fused-kernels", a.fused_kernels,
+               "cuda: ATen's operators instead of the fused elementwise kernels (model/fused_ops.h), as the engine's flag");
   app.add_flag("--profile-ops", a.profile_ops,
                "instead of the table: each --jobs count once, batched, with the time of each ATen operator");
   CLI11_PARSE(app, argc, argv);
@@ -164,7 +165,7 @@ int main(int argc, char** argv) {
   model::ModelOptions base;
   base.device = a.device;
   base.cuda_graphs = a.cuda_graphs;
-  base.fused_kernels = a.fused_kernels;
+  base.fused_kernels = a.fused_kernels && a.device != "cpu";
   base.time_forwards = a.device != "cpu";
   const std::unique_ptr<model::LladaModel> loaded = bench::LoadModelOrExit(a.model, a.precision, base);
   const model::ModelOptions& options = loaded->options();
@@ -216,7 +217,7 @@ int main(int argc, char** argv) {
   }
   md << "\n" << a.requests << " generations, " << a.sampler << ", max_tokens " << a.max_tokens << ", " << model::PrecisionName(options.precision)
      << " compute on " << a.device << (a.cuda_graphs ? " with CUDA graphs" : "")
-     << (a.fused_kernels ? " and the fused kernels" : "") << ", " << compute << ", medians of " << a.rounds << " rounds. Machine: " << bench::MachineDescription()
+     << (options.fused_kernels ? " and the fused kernels" : "") << ", " << compute << ", medians of " << a.rounds << " rounds. Machine: " << bench::MachineDescription()
      << "; CPU flags: " << model::DescribeCpuFlags(model::HostCpuFeatures()) << ". Command: `"
      << bench::CommandLine(argc, argv) << "`.\n";
   std::cout << md.str();

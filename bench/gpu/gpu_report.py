@@ -87,6 +87,10 @@ def collect(dirs):
         if e is None:
             saved["runs"][name] = {"error": r.get("error"), "stderr": r["stderr"]}
             continue
+        if "likelihood" in e:  # a likelihood job (--continuation-tokens): no generation to compare
+            saved["runs"][name] = dict(e["likelihood"], args=r["args"], peak_mib=r["peak_mib"],
+                                       prompt_tokens=len(e["prompt_ids"]))
+            continue
         a = parse_args_text(r["args"])
         ref = off_ids.get(a["gen_length"])
         same = [sum(x == y for x, y in zip(row, ref)) if ref else None for row in e["output"][:1]]
@@ -145,9 +149,13 @@ def render(s):
            " `make-model --fast-init`), prompt of 32 ids, block 32, greedy. Seconds are the generation loop (model"
            " loading excluded); unmask's are its last run of `--repeat` (the first one pays one-off set-up), the"
            " official's the timed run after one warm-up.", ""]
+    # Leases from 2026-11-28 on also ran the fused kernels (the default on cuda since): their columns.
+    with_fk = any(fused(runs.get(f + "_fk")) for f in ("ref_graphs", "ref_long_graphs"))
+    fk_head = (" unmask graphs + fused kernels s | official / unmask (graphs + fused kernels) | ids equal to official"
+               " (fused kernels) |") if with_fk else ""
     out += ["| gen_length | steps | official s | unmask eager s | unmask graphs s | official / unmask (graphs) |"
-            " unmask tokens/s | ids equal to official | share of bf16 rate (official / unmask) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            " unmask tokens/s | ids equal to official | share of bf16 rate (official / unmask) |" + fk_head,
+            "|---|---|---|---|---|---|---|---|---|" + "---|" * (3 * with_fk)]
     for gen, eager, graphs in ((256, "ref_eager", "ref_graphs"), (1024, "ref_long_eager", "ref_long_graphs")):
         # The engine as it is: where a lease also ran the joined-products experiment, its apart run.
         o, e, g = off.get(gen), runs.get(eager), runs.get(graphs + "_unfused", runs.get(graphs))
@@ -157,10 +165,14 @@ def render(s):
         gs = best(g)
         share_o = generation_flops("reference", gen, o["steps"], 1, official=True) / os_ / PEAK_BF16
         share_u = generation_flops("reference", gen, g["steps"], 1) / gs / PEAK_BF16
-        out.append(f"| {gen} | {o['steps']} | {os_:.2f} | {best(e):.2f}{JOINED_MARK * joined(e)} | {gs:.2f} | **{os_ / gs:.2f}x** |"
-                   f" {gen / gs:.1f} | {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |"
-                   if e else f"| {gen} | {o['steps']} | {os_:.2f} | - | {gs:.2f} | **{os_ / gs:.2f}x** | {gen / gs:.1f} |"
-                   f" {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |")
+        eager_s = f"{best(e):.2f}{JOINED_MARK * joined(e)}{FUSED * fused(e)}" if e else "-"
+        row = (f"| {gen} | {o['steps']} | {os_:.2f} | {eager_s} | {gs:.2f} | **{os_ / gs:.2f}x** |"
+               f" {gen / gs:.1f} | {g['first_row_same_as_official']} of {gen} | {share_o:.0%} / {share_u:.0%} |")
+        fk = runs.get(graphs + "_fk")
+        if with_fk:
+            row += (f" {best(fk):.2f} | **{os_ / best(fk):.2f}x** | {fk['first_row_same_as_official']} of {gen} |"
+                    if fused(fk) else " - | - | - |")
+        out.append(row)
     # Side-by-side experiments of one lease: (what, the engine without it, with it).
     joined_pairs = [(runs[f]["gen_length"], runs[f + "_unfused"], runs[f]) for f in ("ref_graphs", "ref_long_graphs")
                     if "runs_seconds" in runs.get(f, {}) and "runs_seconds" in runs.get(f + "_unfused", {})]
@@ -216,6 +228,15 @@ def render(s):
                 " --cuda-graphs`: each step one packed forward over the running generations, each its own sampler"
                 " work; against the same generations one after another, each with its CUDA graphs):", "",
                 s["step_batch"]]
+    for name, r in runs.items():
+        if "loglikelihood" not in r:
+            continue
+        out += ["", f"The official Monte Carlo likelihood (`--continuation-tokens {r['continuation_tokens']} --mc-num"
+                f" {r['samples']}`: LLaDA's get_log_likelihood, the last {r['continuation_tokens']} of"
+                f" {r['prompt_tokens']} ids scored, one masked sample a forward): {r['forwards']} forwards in"
+                f" {r['seconds']:.2f} s ({1000 * r['seconds'] / r['forwards']:.1f} ms a forward, eager), estimate"
+                f" {r['loglikelihood']:.1f} nats (standard error {r['standard_error']:.2f}), peak"
+                f" {'-' if r['peak_mib'] is None else round(r['peak_mib'])} MiB."]
     out += ["", "Peak GPU memory (nvidia-smi's memory.used, polled every 50 ms, above the idle figure: the CUDA"
             " context and the caching allocator's reserve included):", "",
             "| weights | run | gen_length | peak MiB | peak GiB |", "|---|---|---|---|---|"]

@@ -33,7 +33,7 @@ StatusOr<model::ModelOptions> ModelOptionsFrom(const ExecutorServerOptions& f, c
   mopts.device = f.core.device;
   mopts.attention_query_chunk = f.attention_chunk;
   mopts.cuda_graphs = f.cuda_graphs;
-  mopts.fused_kernels = f.fused_kernels;
+  mopts.fused_kernels = f.fused_kernels && device.is_cuda();
   return mopts;
 }
 

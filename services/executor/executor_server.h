@@ -54,7 +54,7 @@ struct ExecutorServerOptions {
   int drain_timeout_seconds = 30;
   std::int64_t attention_chunk = 0;
   bool cuda_graphs = false;  // ModelOptions::cuda_graphs: a job stepping alone replays its CUDA graphs
-  bool fused_kernels = false;  // ModelOptions::fused_kernels
+  bool fused_kernels = true;  // ModelOptions::fused_kernels on cuda (--no-fused-kernels: off)
   int intra_op_threads = 0;
   // executor_id, device, workers, max_batch, max_queued_jobs, memory_reserve_bytes; model_id
   // and weights_precision are set by Start.

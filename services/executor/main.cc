@@ -33,10 +33,12 @@ int main(int argc, char** argv) {
   app.add_flag("--cuda-graphs", f.cuda_graphs,
                "On cuda: a job whose step runs alone captures its repeating forwards as CUDA graphs and replays "
                "them (packed steps of several jobs run eagerly)");
-  app.add_flag("--fused-kernels", f.fused_kernels,
-               "On cuda: each layer's RMSNorm, rotary embedding and SiLU product, and an int8/int4 layer's "
-               "dequantization, as one kernel each (the same bits "
-               "as ATen's operators; a build without the CUDA kernels runs those)");
+  CLI::Option* fused = app.add_flag("--fused-kernels", f.fused_kernels,
+                                     "On cuda (the default there): each layer's RMSNorm, rotary embedding and SiLU "
+                                     "product, and an int8/int4 layer's dequantization, as one kernel each (the same "
+                                     "bits as ATen's operators; a build without the CUDA kernels runs those)");
+  app.add_flag("!--no-fused-kernels", f.fused_kernels, "On cuda: ATen's operators instead of the fused kernels")
+      ->excludes(fused);
   app.add_option("--executor-id", f.core.executor_id, "Name reported to the loader and the scheduler");
   app.add_option("--workers", f.core.workers,
                  "Threads that each run a batch of jobs (continuous batching: one packed forward per step); 0: one "

@@ -3,7 +3,7 @@
 # LLaDA-8B-shaped random bf16 checkpoint, then measures side by side on the one GPU
 #   - the official generate() over the official modeling code (bench/gpu/official_llada.py),
 #   - unmask's reference mode, eager and with CUDA graphs (--cuda-graphs), and with the fused
-#     elementwise kernels (--fused-kernels) against ATen's operators,
+#     elementwise kernels (the default on cuda) against ATen's operators (--no-fused-kernels),
 #   - dual_cache and dual_cache+threshold, eager and with graphs,
 #   - gen_length 1024, batches of 8 and 32 prompts (one generation of several rows), and 32
 #     generations 8 and 32 at once as the executor batches them (bench_step_batch),
@@ -165,17 +165,19 @@ step_batch() {
 G=(--prompt-ids "$PROMPT" --gen-length "$SHORT" --block-length 32 --steps "$SHORT")
 official
 run ref_eager --sampler reference "${G[@]}" --repeat 2
-run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
-# The same with the fused elementwise kernels (--fused-kernels): the ids must stay the official's.
+run ref_graphs --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --no-fused-kernels
+# The fused elementwise kernels are the default on cuda since the 2026-11-28 lease; the runs named
+# *_fk name them (--fused-kernels), their pairs turn them off (--no-fused-kernels): the ids must
+# stay the official's, and the same both ways. Every other run has them.
 run ref_graphs_fk --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --fused-kernels
-run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs
+run dual_graphs --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --no-fused-kernels
 run dual_graphs_fk --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --fused-kernels
 run dualthr_graphs --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
 # Where a step's time goes: the forward (waited for on the device) against the sampler's rest.
 run dual_graphs_timed --sampler dual_cache "${G[@]}" --repeat 2 --cuda-graphs --time-forwards
 run ref_graphs_timed --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --time-forwards
 L=(--prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 --steps "$LONG_STEPS")
-run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs
+run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs --no-fused-kernels
 run ref_long_graphs_fk --sampler reference "${L[@]}" --repeat 2 --cuda-graphs --fused-kernels
 step_batch
 BATCH8=() BATCH32=()
@@ -184,7 +186,7 @@ for i in $(seq 32); do BATCH32+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i
 B=(--gen-length "$SHORT" --block-length 32 --steps "$SHORT" --cuda-graphs)
 run dualthr_batch8 --sampler dual_cache+threshold "${BATCH8[@]}" "${B[@]}" --repeat 2
 run dualthr_batch32 --sampler dual_cache+threshold "${BATCH32[@]}" "${B[@]}" --repeat 1
-run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
+run int4_dualthr --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs --no-fused-kernels
 # The same with each layer dequantized by one fused kernel (--fused-kernels): the speed, the peak
 # memory without ATen's temporaries (the 8 GiB goal), and ids equal to the line above.
 run int4_dualthr_fk --weights int4:g64 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs \
@@ -200,7 +202,7 @@ run dual_eager --sampler dual_cache "${G[@]}" --repeat 2
 run dualthr_eager --sampler dual_cache+threshold "${G[@]}" --repeat 2
 run ref_long_eager --sampler reference "${L[@]}" --repeat 2
 run dual_long_graphs --sampler dual_cache "${L[@]}" --repeat 2 --cuda-graphs
-run int8_dualthr --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs
+run int8_dualthr --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs --no-fused-kernels
 run int8_dualthr_fk --weights int8 --sampler dual_cache+threshold "${G[@]}" --repeat 1 --cuda-graphs --fused-kernels
 # Memory at the long length: one step per block is enough to reach the peak.
 run int4_long_mem --weights int4:g64 --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" \

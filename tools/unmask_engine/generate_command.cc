@@ -333,8 +333,8 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
   mopts.attention_query_chunk = o.attention_chunk;
   mopts.cuda_graphs = o.cuda_graphs;
   mopts.time_forwards = o.time_forwards;
-  mopts.fused_kernels = o.fused_kernels;
-  if (o.fused_kernels && (!device->is_cuda() || !model::fused::Available()))
+  mopts.fused_kernels = o.fused_kernels && device->is_cuda();
+  if (o.fused_kernels_asked && (!device->is_cuda() || !model::fused::Available()))
     err << "unmask-engine generate: --fused-kernels: "
         << (device->is_cuda() ? "this build has no CUDA kernels" : "the kernels need --device cuda")
         << "; ATen's operators run\n";
@@ -480,9 +480,11 @@ void AddGenerateCommand(CLI::App& app) {
                   "Convert or quantize the weights as the loader does: int8, int4:g64, bf16, ... (default: as stored)");
   cmd->add_flag("--cuda-graphs", opts->cuda_graphs,
                 "cuda: capture the generation's repeating forwards as CUDA graphs and replay them");
-  cmd->add_flag("--fused-kernels", opts->fused_kernels,
-                "cuda: each layer's RMSNorm, rotary embedding and SiLU product, and an int8/int4 layer's "
-                "dequantization, as one kernel each (the same bits)");
+  CLI::Option* fused = cmd->add_flag("--fused-kernels", opts->fused_kernels_asked,
+                                     "cuda: each layer's RMSNorm, rotary embedding and SiLU product, and an int8/int4 "
+                                     "layer's dequantization, as one kernel each (the same bits; the default on cuda)");
+  cmd->add_flag("!--no-fused-kernels", opts->fused_kernels, "cuda: ATen's operators instead of the fused kernels")
+      ->excludes(fused);
   cmd->add_flag("--time-forwards", opts->time_forwards,
                 "Wait for each forward on the device, so --json's forward_seconds is the forwards' whole time");
   cmd->add_option("--repeat", opts->repeat, "Run the generation this many times on the loaded model (--json: runs_seconds)")

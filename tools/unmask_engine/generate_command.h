@@ -41,7 +41,8 @@ struct GenerateOptions {
   int threads = 0;                    // intra-op threads; 0: one per core
   bool cuda_graphs = false;           // ModelOptions::cuda_graphs
   bool time_forwards = false;         // ModelOptions::time_forwards
-  bool fused_kernels = false;         // ModelOptions::fused_kernels
+  bool fused_kernels = true;          // ModelOptions::fused_kernels on cuda (--no-fused-kernels: off)
+  bool fused_kernels_asked = false;   // --fused-kernels given: say so where the kernels cannot run
   // The loader's precision spec (int8, int4:g64, bf16, ...): the weights are converted or
   // quantized as the loader does it, into a private segment; empty: the checkpoint as stored.
   std::string weights;
