@@ -101,6 +101,8 @@ def collect(dirs):
                                    fused_projections=e["compute"].get("fused_projections"),
                                    fused_kernels=e["compute"].get("fused_kernels"),
                                    ids_sha1=hashlib.sha1(json.dumps(e["output"]).encode()).hexdigest()[:12])
+        if name.endswith("_conf"):  # the confident model's: compared with its own reference run
+            saved["runs"][name]["ids"] = e["output"][0]
     return saved
 
 
@@ -228,6 +230,25 @@ def render(s):
                 " --cuda-graphs`: each step one packed forward over the running generations, each its own sampler"
                 " work; against the same generations one after another, each with its CUDA graphs):", "",
                 s["step_batch"]]
+    conf_ref = runs.get("ref_conf")
+    if conf_ref and "runs_seconds" in conf_ref:
+        out += ["", "A model sure of itself (the same draws, the LM head scaled by `make-model --head-scale`: the same"
+                " argmax, sharper confidences; no trained 8B model is at hand), so that the threshold rule fires,"
+                f" gen_length {conf_ref['gen_length']}, CUDA graphs{FUSED.replace(' + ', ' and the ') * fused(conf_ref)}."
+                " Tokens per forward depend on how sure the model is: a trained model's figure is its own."
+                f" Agreement: the share of the {conf_ref['gen_length']} generated ids equal to the reference's on"
+                " this model.", "",
+                "| mode | forwards | seconds | tokens/s | tokens per forward | vs reference, per token |"
+                " agreement with the reference | peak GPU MiB |", "|---|---|---|---|---|---|---|---|"]
+        ref_s = best(conf_ref)
+        for name in ("ref_conf", "thr_conf", "dualthr_conf"):
+            r = runs.get(name)
+            if not r or "runs_seconds" not in r:
+                continue
+            sec, gen = best(r), r["gen_length"]
+            same = sum(a == b for a, b in zip(r["ids"], conf_ref["ids"]))
+            out.append(f"| {r['sampler']} | {r['steps_run']} | {sec:.2f} | {gen / sec:.1f} | {gen / r['steps_run']:.2f} |"
+                       f" **{ref_s / sec:.2f}x** | {same / gen:.1%} | {'-' if r['peak_mib'] is None else round(r['peak_mib'])} |")
     for name, r in runs.items():
         if "loglikelihood" not in r:
             continue

@@ -207,5 +207,54 @@ TEST(MakeModelFastInitTest, CliFastInitCheckpointLoadsAndGeneratesInTheEngine) {
   for (const auto& id : ids) EXPECT_LT(id.get<std::int64_t>(), 1000) << "a zeroed LM head row won";
 }
 
+// head_scale multiplies the LM head alone: with a power of two the values are exactly that many
+// times the unscaled ones (both generators), every other tensor's bytes unchanged.
+TEST(MakeModelHeadScaleTest, ScalesTheHeadAloneByExactlyTheFactor) {
+  for (const bool fast : {true, false}) {
+    testing::TempDir dir;
+    auto o = FastOptions(9);
+    o.fast_init = fast;
+    o.config = testing::SmallConfig({64, 1, 128, 3000, 4, 2, 512});
+    auto plain = Open(MakeAt(dir, "plain", o));
+    o.head_scale = 4.0f;
+    auto scaled = Open(MakeAt(dir, "scaled", o));
+    ASSERT_TRUE(plain && scaled);
+    for (const auto& name : plain->tensor_names()) {
+      if (name == "model.transformer.ff_out.weight") continue;
+      auto a = *plain->Find(name);
+      auto b = *scaled->Find(name);
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.info->nbytes), 0) << name << (fast ? " (fast)" : "");
+    }
+    const auto a = Values(*plain, "model.transformer.ff_out.weight");
+    const auto b = Values(*scaled, "model.transformer.ff_out.weight");
+    ASSERT_EQ(a.size(), b.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) differ += b[i] != 4.0f * a[i];
+    EXPECT_EQ(differ, 0u) << (fast ? "fast" : "default") << " generator";
+    EXPECT_NE(a[0], 0.0f);
+  }
+}
+
+// A scale that is not a finite positive number, or one on a tied model, is refused by name.
+TEST(MakeModelHeadScaleTest, BadScalesAreRefusedNamingTheOption) {
+  testing::TempDir dir;
+  for (const float bad : {0.0f, -2.0f, std::nanf(""), INFINITY}) {
+    auto o = FastOptions(1);
+    o.head_scale = bad;
+    const Status s = tools::MakeModel(dir.File("bad"), o);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr("head_scale")) << bad;
+  }
+  auto tied = FastOptions(1);
+  tied.config.weight_tying = true;
+  tied.head_scale = 2.0f;
+  const Status s = tools::MakeModel(dir.File("tied"), tied);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("embedding table"));
+  auto [rc, out] = RunCommand(std::string(MAKE_MODEL_BIN) + " --out " + dir.File("cli") + " --head-scale -1 2>&1");
+  EXPECT_NE(rc, 0);
+  EXPECT_THAT(out, ::testing::HasSubstr("head_scale must be a finite number > 0"));
+}
+
 }  // namespace
 }  // namespace unmask

@@ -39,6 +39,7 @@ if [ "$DRY" = 1 ]; then
   MODEL_DIR=${MODEL_DIR:-/tmp/unmask-gpu-dry-model}
   SHAPE=(--d-model 128 --n-layers 2 --n-heads 4 --mlp-hidden-size 256 --vocab-size 126464)
   SHORT=64 LONG=128 LONG_STEPS=32 BATCH_TOKENS=16
+  HEAD_SCALE=80  # the LM head's logits spread as below: 0.02 x 80 x sqrt(128) = 18
   log "dry run on the CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
   flock .build.lock ninja -C "$BUILD" unmask-engine make-model bench_step_batch > "$OUT/build.log" 2>&1 ||
     { log "build failed"; exit 1; }
@@ -54,6 +55,9 @@ else
   # LLaDA-8B: d_model 4096, 32 layers, 32 heads, MLP 12288, vocabulary 126464 (8.02 B parameters).
   SHAPE=(--d-model 4096 --n-layers 32 --n-heads 32 --mlp-hidden-size 12288 --vocab-size 126464 --shards 4)
   SHORT=256 LONG=1024 LONG_STEPS=256 BATCH_TOKENS=32
+  # The confident model's LM head x14: logits spread 0.02 x 14 x sqrt(4096) = 18, as
+  # bench_samplers' confident model (x40 at d_model 512), whose threshold rule fired.
+  HEAD_SCALE=14
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee -a "$OUT/log.txt"
   BENCH=ON  # for bench_step_batch; a configure that fails with the benchmarks is retried without
   configure() {
@@ -162,6 +166,26 @@ step_batch() {
   log "step_batch done, peak $(poll_peak) MiB"
 }
 
+# A random model never passes the threshold (256 forwards for 256 tokens in every mode), so the
+# threshold rule's speed on the GPU, and its multi-token steps there, need a model that is sure of
+# itself: the same draws with the LM head scaled (make-model --head-scale; the argmax unchanged).
+# The reference on that model is what its rows are compared with (ids agreement, per-token speed).
+confident() {
+  wanted confident || return
+  [ "$(left)" -gt 90 ] || { log "skip confident (time)"; return; }
+  local STAGES=  # run's own names below
+  local dir=$MODEL_DIR-confident t0
+  t0=$(date +%s)
+  rm -rf "$dir"
+  "$BUILD/tools/make_model/make-model" --out "$dir" --fast-init "${SHAPE[@]}" --head-scale "$HEAD_SCALE" \
+    >> "$OUT/log.txt" 2>&1 || { log "make-model --head-scale failed"; return; }
+  log "confident checkpoint (head x$HEAD_SCALE) written in $(($(date +%s) - t0)) s"
+  MODEL_DIR=$dir run ref_conf --sampler reference "${G[@]}" --repeat 2 --cuda-graphs
+  MODEL_DIR=$dir run dualthr_conf --sampler dual_cache+threshold "${G[@]}" --repeat 2 --cuda-graphs
+  MODEL_DIR=$dir run thr_conf --sampler threshold "${G[@]}" --repeat 2 --cuda-graphs
+  rm -rf "$dir"
+}
+
 G=(--prompt-ids "$PROMPT" --gen-length "$SHORT" --block-length 32 --steps "$SHORT")
 official
 run ref_eager --sampler reference "${G[@]}" --repeat 2
@@ -179,6 +203,7 @@ run ref_graphs_timed --sampler reference "${G[@]}" --repeat 2 --cuda-graphs --ti
 L=(--prompt-ids "$PROMPT" --gen-length "$LONG" --block-length 32 --steps "$LONG_STEPS")
 run ref_long_graphs --sampler reference "${L[@]}" --repeat 2 --cuda-graphs --no-fused-kernels
 run ref_long_graphs_fk --sampler reference "${L[@]}" --repeat 2 --cuda-graphs --fused-kernels
+confident
 step_batch
 BATCH8=() BATCH32=()
 for i in $(seq 8); do BATCH8+=(--prompt-ids "$(seq -s, $((100 + i)) $((131 + i)))"); done
@@ -210,5 +235,5 @@ run int4_long_mem --weights int4:g64 --sampler reference --prompt-ids "$PROMPT" 
 run int8_long_mem --weights int8 --sampler reference --prompt-ids "$PROMPT" --gen-length "$LONG" \
   --block-length 32 --steps $((LONG / 32)) --repeat 1
 log "done"
-[ "$DRY" = 1 ] && rm -rf "$MODEL_DIR"
+[ "$DRY" = 1 ] && rm -rf "$MODEL_DIR" "$MODEL_DIR-confident"
 exit 0

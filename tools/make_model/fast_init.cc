@@ -155,7 +155,8 @@ checkpoint::TensorFiller MakeFastFiller(const MakeModelOptions& o, const std::ve
   const std::uint64_t seed = o.seed;
   const float std = o.init_std;
   const std::int64_t active_vocab = o.active_vocab;
-  return [index, threads, seed, std, active_vocab](const checkpoint::TensorSpec& spec, std::uint8_t* dst) {
+  const float head_scale = o.head_scale;
+  return [index, threads, seed, std, active_vocab, head_scale](const checkpoint::TensorSpec& spec, std::uint8_t* dst) {
     FastTensor t;
     t.dst = dst;
     t.n = spec.nbytes() / checkpoint::DTypeSize(spec.dtype);
@@ -166,7 +167,9 @@ checkpoint::TensorFiller MakeFastFiller(const MakeModelOptions& o, const std::ve
     if (is_head && active_vocab > 0 && active_vocab < spec.shape[0])
       t.zero_from = static_cast<std::size_t>(active_vocab * spec.shape[1]);
     const std::size_t chunks = (t.n + kFastInitChunk - 1) / kFastInitChunk;
-    ForEachChunk(chunks, threads, [&](std::size_t c) { FillChunkOf(t, c, spec.dtype, seed, std); });
+    // The head's draws scaled: z * (std * s), which for a power of two s is exactly s times z * std.
+    const float tensor_std = is_head ? std * head_scale : std;
+    ForEachChunk(chunks, threads, [&](std::size_t c) { FillChunkOf(t, c, spec.dtype, seed, tensor_std); });
   };
 }
 

@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
   app.add_option("--init-std", o.init_std)->capture_default_str();
   app.add_option("--tokenizer", o.tokenizer, "tokenizer.json to copy into the model directory");
   app.add_option("--active-vocab", o.active_vocab, "Zero the LM head rows of ids >= N (random models then emit only ids < N)");
+  app.add_option("--head-scale", o.head_scale,
+                 "Multiply the LM head by S (> 0): the same argmax, sharper confidences, so that the threshold rule "
+                 "fires on a random model (parallel decoding benchmarks)")
+      ->capture_default_str();
   app.add_flag("--fast-init", o.fast_init,
                "Draw on all cores with a counter-based generator (an 8B model in seconds); other values "
                "than the default generator's for the same seed");

@@ -19,6 +19,10 @@ Status MakeModel(const std::string& dir, const MakeModelOptions& o) {
   if (ec) return FailedPreconditionError(dir + ": cannot create: " + ec.message());
   // Validate the config by parsing what we are about to write.
   UNMASK_ASSIGN_OR_RETURN(auto config, checkpoint::LladaConfig::FromJsonText(o.config.ToJsonText(), "config"));
+  if (!(o.head_scale > 0.0f) || !std::isfinite(o.head_scale))
+    return InvalidArgumentError("head_scale must be a finite number > 0, got " + std::to_string(o.head_scale));
+  if (o.head_scale != 1.0f && config.weight_tying)
+    return InvalidArgumentError("head_scale: a tied model's LM head is its embedding table; untie it (weight_tying false)");
   if (o.dtype != checkpoint::DType::kBF16 && o.dtype != checkpoint::DType::kF16 && o.dtype != checkpoint::DType::kF32)
     return InvalidArgumentError("dtype must be BF16, F16 or F32");
   {
@@ -38,6 +42,8 @@ Status MakeModel(const std::string& dir, const MakeModelOptions& o) {
     const bool is_norm = spec.shape.size() == 1;
     for (auto& v : values) v = is_norm ? 1.0f : normal(rng);
     const bool is_head = spec.name == "model.transformer.ff_out.weight";
+    if (is_head && o.head_scale != 1.0f)
+      for (auto& v : values) v *= o.head_scale;
     if (is_head && o.active_vocab > 0 && o.active_vocab < spec.shape[0]) {
       std::fill(values.begin() + o.active_vocab * spec.shape[1], values.end(), 0.0f);
     }

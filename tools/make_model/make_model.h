@@ -21,6 +21,11 @@ struct MakeModelOptions {
   // > 0: LM head rows of ids >= active_vocab are zero, so that a random model only picks ids
   // below it (e.g. the ids a small demo tokenizer knows) and its output decodes to text.
   std::int64_t active_vocab = 0;
+  // The LM head's values multiplied by this (the same draws): logits this many times larger, the
+  // same argmax, sharper confidences, so that a random model's threshold rule fires (benchmarks of
+  // parallel decoding, as bench_samplers' --confident-scale). > 0; 1: as drawn. Not with weight
+  // tying (the head is the embedding table there).
+  float head_scale = 1.0f;
   // false (the default): one std::mt19937_64 + std::normal_distribution stream over all tensors
   // on one thread; its bytes for a seed never change (tests and benchmarks depend on them).
   // true: each tensor is filled on all hardware threads over fixed chunks of 1<<20 values, each
