@@ -6,7 +6,8 @@
 # Needs .device/gpudeps.tar.xz from tools/gpu/fetch_deps.sh (carried with the call).
 #   tools/gpu/build_and_test.sh [ctest arguments...]
 # Environment: BUILD (default build-gpu), DEPS (where the dependencies unpack, /tmp/unmask-gpudeps),
-# BUILD_ONLY=1 (configure and build, no tests).
+# BUILD_ONLY=1 (configure and build, no tests), TARGETS (what ninja builds; default all: with
+# ctest -R, a few test binaries, say TARGETS="model_tests cli_tests" for a short lease).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tools/gpu/env.sh
@@ -16,6 +17,12 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUNMASK_ENGINE_ONLY=ON \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$DEPS/usr" -DCMAKE_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu" \
   -DCMAKE_CXX_FLAGS="-isystem $DEPS/usr/include" -DCMAKE_CUDA_ARCHITECTURES=90 ${PKG_CONFIG_EXECUTABLE:+-DPKG_CONFIG_EXECUTABLE=$PKG_CONFIG_EXECUTABLE}
-ninja -C "$BUILD"
+# The whole build log under $OUT (the device tool brings it back); on failure its errors here,
+# the linker's undefined references included.
+LOG=${OUT:-/tmp}/build.log
+if ! ninja -C "$BUILD" ${TARGETS:-} > "$LOG" 2>&1; then
+  grep -E -B2 -A6 "error|FAILED|undefined reference" "$LOG" | head -80
+  exit 1
+fi
 [ -n "${BUILD_ONLY:-}" ] && exit 0
 ctest --test-dir "$BUILD" --output-on-failure -j 8 "$@"
