@@ -186,12 +186,13 @@ int main(int argc, char** argv) {
       "get_log_likelihood, batch_size 16, seed 0) against the deterministic prompt scoring on `" + o.dir +
       "`, held-out verses cut by bench_infill's rule (a prefix of at least 6 tokens, then a gap of 8-16 whole "
       "words' tokens as the continuation):\n\n" + QualityRows(*model, *tok, cases, o) +
-      "\nTime per estimate of the first verse's gap after its prefix: the Monte Carlo estimate in forwards of "
-      "the job's size (as the executor runs it: one row per forward) and a whole draw per forward (16 rows), "
-      "against the deterministic scoring (one forward of the continuation's rows), the median of " +
-      std::to_string(o.repeats) + " interleaved runs each:\n\n| mc_num | tokens (continuation) | Monte Carlo s, "
-      "job-sized forwards | Monte Carlo s, 16 rows per forward | deterministic s | job-sized / deterministic | "
-      "16 rows / deterministic |\n|---|---|---|---|---|---|---|\n" + SpeedRows(*model, cases[0], o) +
+      "\nTime per estimate of the first verse's gap after its prefix: the Monte Carlo estimate with one sample a "
+      "forward (rows_per_forward 1: what the executor ran before 2026-11-28, and runs where the memory holds no "
+      "more) and with a whole draw a forward (16 samples: what the scheduler plans where it fits, and the "
+      "official code's batch), against the deterministic scoring (one forward of the continuation's rows), the "
+      "median of " + std::to_string(o.repeats) + " interleaved runs each:\n\n| mc_num | tokens (continuation) | "
+      "Monte Carlo s, 1 sample a forward | Monte Carlo s, 16 samples a forward | deterministic s | 1 sample / "
+      "deterministic | 16 samples / deterministic |\n|---|---|---|---|---|---|---|\n" + SpeedRows(*model, cases[0], o) +
       bench::MachineFooter(compute, argc, argv);
   std::cout << out;
   if (!o.doc.empty() && !bench::ReplaceDocSection(o.doc, "likelihood", out)) return 1;

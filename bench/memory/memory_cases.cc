@@ -70,20 +70,24 @@ void AddDense(std::vector<Case>& out, bool quick) {
     b.Add(SamplerMode::kReference, dtype, 1, 64, 256, "prompt logprobs 5").request.params.prompt_logprobs = 5;
   }
   b.Add(SamplerMode::kDualCache, 4, 1, 512, 32, "prompt logprobs 5").request.params.prompt_logprobs = 5;
-  // A likelihood job (common/sampler/likelihood.h): no generation, its draws' forwards of the
-  // sequence (the job's one generated position included) with logits over the masked positions;
-  // the clamp sizes it as logits over the whole sequence (ShapeOf).
+  // A likelihood job (common/sampler/likelihood.h): no generation, its draws' forwards of
+  // rows_per_forward sequences (the job's one generated position included) with logits over the
+  // masked positions; the clamp sizes it as that many sequences with logits over the
+  // continuation's positions (ShapeOf).
   auto likelihood = [&](int dtype, std::int64_t prompt, std::int64_t continuation, double cfg, bool greedy,
-                        const std::string& note) {
+                        std::int32_t rows, const std::string& note) {
     Case& c = b.Add(SamplerMode::kReference, dtype, 1, prompt, 1, note, 0, cfg);
     c.request.params.block_length = c.request.params.steps = 1;
-    c.request.params.likelihood = generation::LikelihoodParams{continuation, 16, 16, greedy};
+    c.request.params.likelihood = generation::LikelihoodParams{continuation, 16, 16, greedy, rows};
   };
   for (int dtype : {4, 2}) {
-    likelihood(dtype, 256, 64, 0, false, "likelihood: 64 of 256");
-    likelihood(dtype, 1024, 512, 0, false, "likelihood: 512 of 1024");
+    likelihood(dtype, 256, 64, 0, false, 1, "likelihood: 64 of 256");
+    likelihood(dtype, 1024, 512, 0, false, 1, "likelihood: 512 of 1024");
+    likelihood(dtype, 256, 64, 0, false, 16, "likelihood: 64 of 256, 16 samples a forward");
+    likelihood(dtype, 1024, 512, 0, false, 4, "likelihood: 512 of 1024, 4 samples a forward");
   }
-  likelihood(4, 256, 64, 1.0, true, "likelihood: 64 of 256, cfg 1.0, greedy check");
+  likelihood(4, 256, 64, 1.0, true, 1, "likelihood: 64 of 256, cfg 1.0, greedy check");
+  likelihood(4, 256, 64, 1.0, true, 16, "likelihood: 64 of 256, cfg 1.0, greedy check, 16 samples a forward");
 }
 
 // The grid, then long prompts with chunked attention: there the routed experts' rows (top-8

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
@@ -109,10 +110,11 @@ nlohmann::json RunOne(const std::string& dir, const fitting::GenerationRequest& 
     }
     model::ReleaseFreeHeap();  // as RunningJob does once the prompt is scored
   }
-  if (p.likelihood) {  // as the executor runs a likelihood job: forwards of the job's size, no steps
+  if (p.likelihood) {  // as the executor runs a likelihood job: rows_per_forward sequences a forward
     const auto& row = prompts.ids[0];
     const auto sequence = static_cast<std::int64_t>(row.size()) + p.gen_length;
-    (void)sampler::EstimateLikelihood(**m, row, p, sequence * (p.cfg_scale > 0 ? 2 : 1));
+    const std::int64_t rows = std::max<std::int32_t>(1, p.likelihood->rows_per_forward);
+    (void)sampler::EstimateLikelihood(**m, row, p, sequence * rows * (p.cfg_scale > 0 ? 2 : 1));
     const std::uint64_t peak = PeakRssBytes();
     return {{"loaded_rss", loaded}, {"baseline_rss", baseline}, {"peak_rss", peak}, {"hwm_reset", reset},
             {"measured", peak > baseline ? peak - baseline : 0}, {"steps", 0},

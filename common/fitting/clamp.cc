@@ -81,8 +81,10 @@ RequestShape ShapeOf(const GenerationRequest& r) {
     // (its one generated position included; two with guidance) and takes the head, guidance and a
     // float32 log-softmax over the masked positions, at most the continuation's tokens (the
     // greedy check: the same rows, a float32 softmax). Measured by bench_memory.
+    // rows_per_forward samples a forward: a batch of that many sequences.
     s.sampler = SamplerKind::kReference;
     s.temperature = 0;
+    s.batch = r.batch * std::max<std::int32_t>(1, r.params.likelihood->rows_per_forward);
     s.logits_rows = r.params.likelihood->continuation_tokens;
     s.logprobs = true;
     s.float64_confidence = false;
@@ -156,6 +158,25 @@ Status FitTheModelsLength(const checkpoint::LladaConfig& config, const Generatio
   return OkStatus();
 }
 
+// A likelihood job's samples a forward (GenerationParams::likelihood->rows_per_forward): 0 asks
+// for as many as batch_size and the memory allow, so the most that fit, halving from batch_size,
+// one at least (whatever the policy: nothing asked changes). An explicit count is kept under
+// policy off and otherwise halved until it fits, said as an adjustment.
+void FitLikelihoodRows(Clamper& c, ClampPolicy policy) {
+  GenerationRequest& r = c.request();
+  if (!r.params.likelihood) return;
+  generation::LikelihoodParams& l = *r.params.likelihood;
+  const bool chosen = l.rows_per_forward == 0;
+  if (!chosen && policy == ClampPolicy::kOff) return;
+  const std::int32_t asked = chosen ? l.batch_size : l.rows_per_forward;
+  l.rows_per_forward = asked;
+  const std::string needs = c.Needs(r);
+  while (l.rows_per_forward > 1 && !c.Fits()) l.rows_per_forward = (l.rows_per_forward + 1) / 2;
+  if (!chosen && l.rows_per_forward < asked)
+    c.Record("likelihood.rows_per_forward", Str(asked), Str(l.rows_per_forward),
+             "the request " + needs + "; " + Str(l.rows_per_forward) + " samples a forward fit");
+}
+
 }  // namespace
 
 StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const GenerationRequest& asked,
@@ -166,6 +187,7 @@ StatusOr<ClampResult> Clamp(const checkpoint::LladaConfig& config, const Generat
   GenerationRequest& r = c.request();
 
   UNMASK_RETURN_IF_ERROR(FitTheModelsLength(config, asked, policy, c));
+  FitLikelihoodRows(c, policy);
 
   ClampResult result;
   result.budget_bytes = budget_bytes;

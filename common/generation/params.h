@@ -59,6 +59,9 @@ struct LikelihoodParams {
   std::int32_t mc_num = kDefaultMcNum;    // rows drawn in all, a multiple of batch_size
   std::int32_t batch_size = kDefaultMcBatchSize;  // rows of one draw (the estimate depends on it)
   bool check_greedy = false;  // also whether greedy unmasking gives the continuation (LLaDA only)
+  // The most samples one forward runs, <= batch_size; 0: the scheduler's memory clamp chooses
+  // (fitting::Clamp; unmask-engine: batch_size). The executor runs one where it is still 0.
+  std::int32_t rows_per_forward = 0;
 };
 
 struct GenerationParams {

@@ -76,6 +76,7 @@ StatusOr<GenerationParams> ParamsFromProto(const v1::GenerationParams& in, Sampl
     if (in.likelihood().mc_num() != 0) l.mc_num = in.likelihood().mc_num();
     if (in.likelihood().batch_size() != 0) l.batch_size = in.likelihood().batch_size();
     l.check_greedy = in.likelihood().check_greedy();
+    l.rows_per_forward = in.likelihood().rows_per_forward();
     p.likelihood = l;
   }
   p.score_only = in.score_only();
@@ -140,6 +141,7 @@ v1::GenerationParams ParamsToProto(const GenerationParams& p) {
     l->set_mc_num(p.likelihood->mc_num);
     l->set_batch_size(p.likelihood->batch_size);
     l->set_check_greedy(p.likelihood->check_greedy);
+    l->set_rows_per_forward(p.likelihood->rows_per_forward);
   }
   return out;
 }

@@ -164,6 +164,9 @@ Status ValidateLikelihoodFields(const GenerationParams& p) {
   if (l.batch_size < 1 || l.batch_size > l.mc_num || l.mc_num % l.batch_size != 0)
     return InvalidFieldError("likelihood.batch_size", "must divide mc_num (" + Int(l.mc_num) + "), got " +
                                                           Int(l.batch_size));
+  if (l.rows_per_forward < 0 || l.rows_per_forward > l.batch_size)
+    return InvalidFieldError("likelihood.rows_per_forward", "must be in [0, batch_size " + Int(l.batch_size) +
+                                                                "] (0 = as many as fit), got " + Int(l.rows_per_forward));
   if (p.logprobs >= 0)
     return InvalidFieldError("logprobs", "a likelihood job generates nothing: ask for prompt_logprobs instead");
   return OkStatus();

@@ -156,6 +156,7 @@ LikelihoodResult LikelihoodEstimator::result() const {
   out.greedy = greedy_;
   out.samples = static_cast<std::int64_t>(losses_.size()) * params_.batch_size;
   out.forwards = forwards_;
+  out.rows_per_forward = std::min<std::int64_t>(rows_per_pass_, params_.batch_size);
   out.continuation_tokens = target_;
   return out;
 }

@@ -14,6 +14,7 @@ struct LikelihoodResult {
   std::int64_t samples = 0;    // rows drawn (draws x batch_size)
   std::int64_t continuation_tokens = 0;
   std::int64_t forwards = 0;
+  std::int64_t rows_per_forward = 0;  // the most samples one forward ran
 };
 
 }  // namespace unmask::sampler

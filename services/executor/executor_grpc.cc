@@ -38,6 +38,8 @@ void SetLikelihood(const sampler::LikelihoodResult& r, v1::LikelihoodResult& out
   if (r.greedy) out.set_greedy(*r.greedy);
   out.set_samples(r.samples);
   out.set_continuation_tokens(r.continuation_tokens);
+  out.set_forwards(r.forwards);
+  out.set_rows_per_forward(static_cast<std::int32_t>(r.rows_per_forward));
 }
 void SetLogprob(const sampler::TokenLogprob& lp, std::int64_t position, v1::TokenLogprob& out) {
   out.set_position(position);

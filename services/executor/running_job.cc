@@ -54,9 +54,11 @@ RunningJob::RunningJob(std::shared_ptr<Job> job, std::shared_ptr<const model::Ll
   const auto sequence =
       static_cast<std::int64_t>(req.prompt_ids.size() + req.canvas.suffix.size()) + req.params.gen_length;
   if (req.params.likelihood) {
-    // Forwards no larger than the job's own, so that the memory the scheduler planned holds.
+    // Forwards of the rows the scheduler planned memory for (its clamp sets rows_per_forward; a
+    // request that reaches the executor without it runs one sample a forward).
+    const std::int64_t rows = std::max<std::int32_t>(1, req.params.likelihood->rows_per_forward);
     estimator_ = std::make_unique<sampler::LikelihoodEstimator>(*model_, req.prompt_ids, req.params,
-                                                                sequence * (req.params.cfg_scale > 0 ? 2 : 1));
+                                                                sequence * rows * (req.params.cfg_scale > 0 ? 2 : 1));
   }
   if (req.params.prompt_logprobs >= 0) {
     scorer_ = std::make_unique<sampler::PromptScorer>(*model_, req.prompt_ids,

@@ -57,6 +57,13 @@ void ExpectGolden(const json& got, const json& c) {
   EXPECT_NEAR(got["loglikelihood"].get<double>(), want, 1e-4 * std::max(1.0, std::abs(want))) << got;
   EXPECT_EQ(std::stoll(got["samples"].get<std::string>()), c["mc_num"].get<std::int64_t>());
   if (c.contains("greedy")) EXPECT_EQ(got.value("greedy", false), c["greedy"].get<bool>()) << got;
+  // The scheduler planned a draw's samples into one forward (the tiny model fits): the official
+  // value all the same, in mc_num / batch_size forwards (and the greedy check's, one a token).
+  EXPECT_EQ(got["rows_per_forward"].get<int>(), c["batch_size"].get<int>()) << got;
+  const std::int64_t draws = c["mc_num"].get<std::int64_t>() / c["batch_size"].get<std::int64_t>();
+  const std::int64_t forwards = std::stoll(got["forwards"].get<std::string>());
+  EXPECT_GE(forwards, draws) << got;
+  EXPECT_LE(forwards, draws + (c.contains("greedy") ? static_cast<std::int64_t>(c["continuation"].size()) : 0)) << got;
 }
 
 TEST(LikelihoodEndToEndTest, LladaMoeGivesTheOfficialEstimateWithGuidanceAndTheGreedyCheck) {

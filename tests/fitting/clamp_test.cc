@@ -466,5 +466,50 @@ TEST(ClampShapeTest, ALikelihoodJobIsSizedByItsContinuationsLogits) {
   EXPECT_GT(EstimateRequest(config, ShapeOf(r)).peak, last) << "guidance doubles the rows";
 }
 
+// A likelihood job's samples a forward (likelihood.rows_per_forward): unset, the most of its draw
+// that fit, halving (whatever the policy: nothing asked changes); asked, kept under policy off
+// and otherwise halved until it fits, said by name. Each sample is a sequence of the batch.
+TEST(ClampLikelihoodTest, RowsPerForwardAreTheMostThatFit) {
+  const checkpoint::LladaConfig config = testing::SmallConfigWithLladaVocab();
+  GenerationRequest r;
+  r.prompt_length = 256;
+  r.params.gen_length = r.params.block_length = r.params.steps = 1;
+  r.params.likelihood = generation::LikelihoodParams{64, 128, 16, false, 0};
+  const auto total = [&](std::int32_t rows) {
+    GenerationRequest t = r;
+    t.params.likelihood->rows_per_forward = rows;
+    RequestShape shape = ShapeOf(t);
+    EXPECT_EQ(shape.batch, rows);
+    shape.weights_bytes = kWeights;
+    return EstimateRequest(config, shape).total();
+  };
+  ASSERT_GT(total(8), total(4));
+  const std::uint64_t roomy = total(16) + 1, tight = (total(4) + total(8)) / 2;
+  const auto rows_of = [](const StatusOr<ClampResult>& c) {
+    return c.ok() ? c->applied.params.likelihood->rows_per_forward : -1;
+  };
+
+  auto c = Clamp(config, r, roomy, kWeights, ClampPolicy::kStandard);
+  EXPECT_EQ(rows_of(c), 16);
+  EXPECT_TRUE(c.ok() && c->adjustments.empty());
+  for (ClampPolicy p : {ClampPolicy::kStandard, ClampPolicy::kOff}) {
+    c = Clamp(config, r, tight, kWeights, p);
+    EXPECT_EQ(rows_of(c), 4) << ClampPolicyName(p);
+    EXPECT_TRUE(c.ok() && c->adjustments.empty()) << "unset: chosen, not changed";
+  }
+
+  r.params.likelihood->rows_per_forward = 16;
+  c = Clamp(config, r, tight, kWeights, ClampPolicy::kStandard);
+  ASSERT_EQ(rows_of(c), 4);
+  ASSERT_EQ(c->adjustments.size(), 1u);
+  EXPECT_EQ(c->adjustments[0].field, "likelihood.rows_per_forward");
+  EXPECT_EQ(c->adjustments[0].asked, "16");
+  EXPECT_EQ(c->adjustments[0].applied, "4");
+  EXPECT_NE(c->adjustments[0].reason.find("4 samples a forward fit"), std::string::npos) << c->adjustments[0].reason;
+  c = Clamp(config, r, tight, kWeights, ClampPolicy::kOff);
+  EXPECT_EQ(rows_of(c), 16) << "policy off keeps what was asked";
+  EXPECT_TRUE(c.ok() && !c->fits);
+}
+
 }  // namespace
 }  // namespace unmask::fitting

@@ -36,6 +36,7 @@ TEST(LikelihoodParamTest, UnsetIsNoneAndZeroesTakeTheOfficialDefaults) {
 TEST(LikelihoodParamTest, TheProtoRoundTripKeepsEveryField) {
   auto in = WithLikelihood(4, 12, 3);
   in.mutable_likelihood()->set_check_greedy(true);
+  in.mutable_likelihood()->set_rows_per_forward(2);
   auto p = ParamsFromProto(in);
   ASSERT_TRUE(p.ok());
   const v1::GenerationParams out = ParamsToProto(*p);
@@ -44,6 +45,7 @@ TEST(LikelihoodParamTest, TheProtoRoundTripKeepsEveryField) {
   EXPECT_EQ(out.likelihood().mc_num(), 12);
   EXPECT_EQ(out.likelihood().batch_size(), 3);
   EXPECT_TRUE(out.likelihood().check_greedy());
+  EXPECT_EQ(out.likelihood().rows_per_forward(), 2);
   auto again = ParamsFromProto(out);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->likelihood->mc_num, 12);
@@ -63,6 +65,11 @@ TEST(LikelihoodParamTest, BadValuesAreRefusedByName) {
       {WithLikelihood(2, 8, 16), "params.likelihood.batch_size"},   // above mc_num
       {WithLikelihood(2, 8, -4), "params.likelihood.batch_size"},
   };
+  for (int rows : {-1, 5}) {  // at most batch_size (4)
+    auto in = WithLikelihood(2, 8, 4);
+    in.mutable_likelihood()->set_rows_per_forward(rows);
+    bad.push_back({in, "params.likelihood.rows_per_forward"});
+  }
   auto with_logprobs = WithLikelihood(2);
   with_logprobs.set_logprobs(1);
   bad.push_back({with_logprobs, "params.logprobs"});

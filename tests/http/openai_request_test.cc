@@ -503,7 +503,7 @@ TEST(OpenAiRequestTest, TheBodyMustBeAJsonObject) {
 TEST(OpenAiRequestTest, LikelihoodReachesTheCoreRequestAndSetsNoLength) {
   json body = Completion();
   body.update({{"likelihood", {{"continuation", " God created"}, {"mc_num", 32}, {"batch_size", 8},
-                               {"check_greedy", true}}},
+                               {"rows_per_forward", 4}, {"check_greedy", true}}},
                {"seed", 4}, {"cfg_scale", 0.5}, {"max_tokens", 0}});
   auto r = ParseOpenAiRequest(Endpoint::kCompletions, body);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -515,6 +515,7 @@ TEST(OpenAiRequestTest, LikelihoodReachesTheCoreRequestAndSetsNoLength) {
   EXPECT_EQ(p.likelihood().continuation_tokens(), 0) << "the core counts them";
   EXPECT_EQ(p.likelihood().mc_num(), 32);
   EXPECT_EQ(p.likelihood().batch_size(), 8);
+  EXPECT_EQ(p.likelihood().rows_per_forward(), 4);
   EXPECT_TRUE(p.likelihood().check_greedy());
   EXPECT_FALSE(p.has_gen_length());
   EXPECT_EQ(p.seed(), 4u);
@@ -542,6 +543,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kText, R"({"likelihood": {"continuation": " x", "mc_num": 70000}})", "likelihood.mc_num"},
         BadCase{kText, R"({"likelihood": {"continuation": " x", "mc_num": 8, "batch_size": 3}})", "likelihood.batch_size"},
         BadCase{kText, R"({"likelihood": {"continuation": " x", "batch_size": -1}})", "likelihood.batch_size"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "rows_per_forward": 0}})", "likelihood.rows_per_forward"},
+        BadCase{kText, R"({"likelihood": {"continuation": " x", "rows_per_forward": "4"}})", "likelihood.rows_per_forward"},
         BadCase{kText, R"({"likelihood": {"continuation": " x", "check_greedy": 1}})", "likelihood.check_greedy"},
         BadCase{kText, R"({"likelihood": {"continuation": " x", "samples": 8}})", "likelihood.samples"},
         BadCase{kText, R"({"likelihood": {"continuation": " x"}, "max_tokens": 8})", "max_tokens"},

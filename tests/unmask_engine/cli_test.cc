@@ -379,6 +379,33 @@ TEST(UnmaskEngineRunOptionsTest, FusedKernelsAreTheDefaultOnCuda) {
   EXPECT_EQ(fused["output"], aten["output"]);
 }
 
+// The likelihood's samples a forward: unset, a draw's all (as the official code); asked, that
+// many; the estimate the same up to float rounding; more than a draw refused naming the field.
+TEST(UnmaskEngineLikelihoodTest, RowsPerForwardChangeTheForwardsNotTheEstimate) {
+  const std::string ask = std::string(UNMASK_ENGINE_BIN) + " generate --model " +
+                          unmask::testing::TestDataPath("tiny-llada") +
+                          " --prompt-ids 5,6,7,8,9,10 --continuation-tokens 3 --mc-num 8 --mc-batch-size 4 --json";
+  const auto run = [](const std::string& command) {
+    testing::CommandResult r = RunCommand(command);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return r.exit_code == 0 ? json::parse(r.out)["likelihood"] : json();
+  };
+  const json all = run(ask), two = run(ask + " --mc-rows-per-forward 2"), one = run(ask + " --mc-rows-per-forward 1");
+  ASSERT_FALSE(all.is_null() || two.is_null() || one.is_null());
+  EXPECT_EQ(all["forwards"], 2);
+  EXPECT_EQ(all["rows_per_forward"], 4);
+  EXPECT_EQ(two["forwards"], 4);
+  EXPECT_EQ(one["forwards"], 8);
+  EXPECT_EQ(one["rows_per_forward"], 1);
+  const double value = all["loglikelihood"].get<double>();
+  EXPECT_NEAR(two["loglikelihood"].get<double>(), value, 1e-5 * std::abs(value));
+  EXPECT_NEAR(one["loglikelihood"].get<double>(), value, 1e-5 * std::abs(value));
+  testing::CommandResult bad = RunCommand(ask + " --mc-rows-per-forward 5 2>&1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr("rows-per-forward")) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr("must be in [0, batch_size 4]")) << bad.out;
+}
+
 // --cuda-graphs on the CPU: the forwards run eagerly, nothing is captured.
 TEST(UnmaskEngineRunOptionsTest, CudaGraphsOnTheCpuSayWhyAndChangeNothing) {
   const json out = GpuFlagOnTheCpu("--cuda-graphs", "--cuda-graphs: graphs need --device cuda; the forwards run eagerly");

@@ -102,6 +102,10 @@ void AddGenerateFlags(CLI::App* cmd, GenerateFlags& f) {
   cmd->add_option("--mc-batch-size", f.likelihood.batch_size,
                   "Likelihood: samples per draw, dividing --mc-num (default 16)")
       ->type_name("N");
+  cmd->add_option("--mc-rows-per-forward", f.likelihood.rows_per_forward,
+                  "Likelihood: samples one forward runs, at most --mc-batch-size (default: as many as the memory "
+                  "allows, the scheduler chooses)")
+      ->type_name("N");
   cmd->add_flag("--check-greedy", f.likelihood.check_greedy,
                 "Likelihood: also say whether greedy unmasking from the prompt gives the continuation");
   cmd->add_flag("--json", f.json, "Print the events as JSON lines (for scripts)");

@@ -15,6 +15,7 @@ struct LikelihoodFlags {
   std::optional<std::string> continuation;          // --continuation TEXT (with --prompt)
   std::optional<std::int64_t> continuation_tokens;  // --continuation-tokens N (with --prompt-ids)
   std::optional<int> mc_num, batch_size;            // --mc-num, --mc-batch-size
+  std::optional<int> rows_per_forward;              // --mc-rows-per-forward
   bool check_greedy = false;                        // --check-greedy
 };
 

@@ -354,7 +354,7 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
       !s.ok())
     return fail(s);
 
-  if (params->likelihood) {  // as the executor runs a likelihood job: forwards of the job's size
+  if (params->likelihood) {  // as the executor runs a likelihood job: forwards of rows_per_forward samples
     const std::vector<std::int64_t>& ids = prompts.ids[0];
     if (Status s = generation::ValidateLikelihood(*params->likelihood, (*model)->config(),
                                                   static_cast<std::int64_t>(ids.size()), params->cfg_scale);
@@ -362,8 +362,11 @@ int RunGenerate(const GenerateOptions& o, std::ostream& out, std::ostream& err) 
       return fail(s);
     const auto begin = std::chrono::steady_clock::now();
     const auto sequence = static_cast<std::int64_t>(ids.size()) + params->gen_length;
+    // No memory clamp here: unset, a draw's samples run in one forward, as the official code does.
+    const std::int64_t rows = params->likelihood->rows_per_forward > 0 ? params->likelihood->rows_per_forward
+                                                                        : params->likelihood->batch_size;
     const sampler::LikelihoodResult r =
-        sampler::EstimateLikelihood(**model, ids, *params, sequence * (params->cfg_scale > 0 ? 2 : 1));
+        sampler::EstimateLikelihood(**model, ids, *params, sequence * rows * (params->cfg_scale > 0 ? 2 : 1));
     PrintLikelihoodResult(r, ids, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(),
                           o.json, out);
     return 0;

@@ -17,6 +17,10 @@ void AddLikelihoodOptions(CLI::App* cmd, LikelihoodOptions& o) {
   cmd->add_option("--mc-num", o.mc_num, "Likelihood: Monte Carlo samples in all (default 128)")->type_name("N");
   cmd->add_option("--mc-batch-size", o.batch_size, "Likelihood: samples per draw, dividing --mc-num (default 16)")
       ->type_name("N");
+  cmd->add_option("--mc-rows-per-forward", o.rows_per_forward,
+                  "Likelihood: samples one forward runs, at most --mc-batch-size (default: all of a draw's, as the "
+                  "official code; the estimate is the same up to rounding)")
+      ->type_name("N");
   cmd->add_flag("--check-greedy", o.check_greedy,
                 "Likelihood: also say whether greedy unmasking from the prompt gives the continuation");
 }
@@ -25,7 +29,7 @@ Status CheckLikelihoodFlags(const LikelihoodOptions& o, bool text_prompt, std::s
                             bool lengths_given, bool canvas_given, bool logprobs_given) {
   if (!o.asked()) return OkStatus();
   if (!o.continuation && !o.continuation_tokens)
-    return InvalidFieldError("--mc-num/--mc-batch-size/--check-greedy",
+    return InvalidFieldError("--mc-num/--mc-batch-size/--mc-rows-per-forward/--check-greedy",
                              "estimate the likelihood of a continuation: give --continuation TEXT (with --prompt) or "
                              "--continuation-tokens N (with --prompt-ids)");
   if (o.continuation && !text_prompt) return InvalidFieldError("--continuation", "goes with --prompt");
@@ -53,6 +57,7 @@ Status ApplyLikelihood(const LikelihoodOptions& o, const std::string& prompt_tex
   }
   if (o.mc_num) l.mc_num = *o.mc_num;
   if (o.batch_size) l.batch_size = *o.batch_size;
+  if (o.rows_per_forward) l.rows_per_forward = *o.rows_per_forward;
   l.check_greedy = o.check_greedy;
   params.likelihood = l;
   return OkStatus();
@@ -63,7 +68,8 @@ void PrintLikelihoodResult(const sampler::LikelihoodResult& r, const std::vector
   if (json) {
     nlohmann::json l = {{"loglikelihood", r.loglikelihood},  {"standard_error", r.standard_error},
                         {"samples", r.samples},              {"continuation_tokens", r.continuation_tokens},
-                        {"forwards", r.forwards},            {"seconds", seconds}};
+                        {"forwards", r.forwards},            {"rows_per_forward", r.rows_per_forward},
+                        {"seconds", seconds}};
     if (r.greedy) l["greedy"] = *r.greedy;
     out << nlohmann::json{{"likelihood", l}, {"prompt_ids", prompt_ids}}.dump() << "\n";
     return;
@@ -71,7 +77,7 @@ void PrintLikelihoodResult(const sampler::LikelihoodResult& r, const std::vector
   out << "loglikelihood " << r.loglikelihood << " (standard error " << r.standard_error << " over " << r.samples
       << " samples; " << r.continuation_tokens << " continuation tokens";
   if (r.greedy) out << "; greedy: " << (*r.greedy ? "yes" : "no");
-  out << "; " << r.forwards << " forwards, " << seconds << " s)\n";
+  out << "; " << r.forwards << " forwards of at most " << r.rows_per_forward << " samples, " << seconds << " s)\n";
 }
 
 }  // namespace unmask::cli

@@ -21,10 +21,12 @@ namespace unmask::cli {
 struct LikelihoodOptions {
   std::optional<std::string> continuation;          // with --prompt
   std::optional<std::int64_t> continuation_tokens;  // with --prompt-ids
-  std::optional<int> mc_num, batch_size;
+  std::optional<int> mc_num, batch_size, rows_per_forward;
   bool check_greedy = false;
 
-  bool asked() const { return continuation || continuation_tokens || mc_num || batch_size || check_greedy; }
+  bool asked() const {
+    return continuation || continuation_tokens || mc_num || batch_size || rows_per_forward || check_greedy;
+  }
 };
 
 void AddLikelihoodOptions(CLI::App* cmd, LikelihoodOptions& o);
@@ -40,7 +42,7 @@ Status ApplyLikelihood(const LikelihoodOptions& o, const std::string& prompt_tex
                        std::vector<std::int64_t>& prompt_ids, generation::GenerationParams& params);
 
 // {"likelihood": {"loglikelihood", "standard_error", "samples", "continuation_tokens",
-// "forwards", "seconds", "greedy"?}, "prompt_ids": [...]} on one line, or the same as text.
+// "forwards", "rows_per_forward", "seconds", "greedy"?}, "prompt_ids": [...]} on one line, or the same as text.
 void PrintLikelihoodResult(const sampler::LikelihoodResult& r, const std::vector<std::int64_t>& prompt_ids,
                            double seconds, bool json, std::ostream& out);
 

@@ -112,6 +112,14 @@ class LikelihoodAgainstTheStackTest(unittest.TestCase):
         c = self.estimate(seed=2)
         self.assertNotEqual(a.likelihood.loglikelihood, c.likelihood.loglikelihood)
 
+    def test_a_draw_runs_in_one_forward_or_as_many_as_asked(self):
+        all_rows = self.estimate()  # mc_num 8, batch_size 4: the scheduler fits the draw's 4
+        self.assertEqual((all_rows.likelihood.rows_per_forward, all_rows.likelihood.forwards), (4, 2))
+        one = self.estimate(rows_per_forward=1)
+        self.assertEqual((one.likelihood.rows_per_forward, one.likelihood.forwards), (1, 8))
+        self.assertAlmostEqual(one.likelihood.loglikelihood, all_rows.likelihood.loglikelihood,
+                               delta=1e-5 * abs(all_rows.likelihood.loglikelihood))
+
     def test_check_greedy(self):
         r = self.estimate(check_greedy=True)
         self.assertIsInstance(r.likelihood.greedy, bool)
@@ -173,6 +181,8 @@ class LikelihoodAgainstTheStackTest(unittest.TestCase):
         self.assertRefused("params.likelihood", lambda: self.client.chat(
             [("user", "In the beginning")], model=MODEL, continuation=CONTINUATION, likelihood={}))
         self.assertRefused("params.logprobs", lambda: self.estimate(logprobs=2))
+        self.assertRefused("params.likelihood.rows_per_forward", lambda: self.estimate(rows_per_forward=5))
+        self.assertRefused("params.likelihood.rows_per_forward", lambda: self.estimate(rows_per_forward=-1))
 
 
 if __name__ == "__main__":

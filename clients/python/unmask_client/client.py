@@ -98,12 +98,15 @@ class Likelihood:
     """A Monte Carlo estimate of log p(continuation | context) (Client.loglikelihood): the mean
     over `samples` draws, its `standard_error` (0 with one draw), and with check_greedy whether
     greedy unmasking of the continuation from the context gives it (`greedy`, None when not asked
-    for): lm-evaluation-harness's (loglikelihood, is_greedy)."""
+    for): lm-evaluation-harness's (loglikelihood, is_greedy). `forwards`: the model forwards it
+    took, of at most `rows_per_forward` samples each."""
     loglikelihood: float
     standard_error: float
     greedy: Optional[bool]
     samples: int
     continuation_tokens: int
+    forwards: int = 0
+    rows_per_forward: int = 0
 
 
 @dataclass
@@ -164,7 +167,7 @@ def _logprobs(entries: Iterable[Any]) -> List[TokenLogprob]:
 
 def _likelihood(l: generation_pb2.LikelihoodResult) -> Likelihood:
     return Likelihood(l.loglikelihood, l.standard_error, l.greedy if l.HasField("greedy") else None, l.samples,
-                      l.continuation_tokens)
+                      l.continuation_tokens, l.forwards, l.rows_per_forward)
 
 
 def _result(job_id: str, c: scheduler_pb2.Completed, accepted: Optional[Accepted] = None) -> Result:
@@ -185,7 +188,8 @@ def _failed(job_id: str, f: scheduler_pb2.Failed) -> UnmaskError:
 
 def _set_likelihood(target: generation_pb2.Likelihood, value: Any) -> None:
     """params.likelihood from a generation_pb2.Likelihood or a dict of its fields
-    (continuation_tokens, mc_num, batch_size, check_greedy); present even when all are defaults."""
+    (continuation_tokens, mc_num, batch_size, check_greedy, rows_per_forward); present even when all
+    are defaults."""
     if isinstance(value, generation_pb2.Likelihood):
         target.CopyFrom(value)
     elif isinstance(value, Mapping):
@@ -527,7 +531,8 @@ class Client:
         return self.generate(prompt, model=model, template_text=template, logprobs=logprobs, **params)
 
     def loglikelihood(self, context: str, continuation: str, *, model: str, mc_num: Optional[int] = None,
-                      batch_size: Optional[int] = None, check_greedy: bool = False, **params: Any) -> Result:
+                      batch_size: Optional[int] = None, check_greedy: bool = False,
+                      rows_per_forward: Optional[int] = None, **params: Any) -> Result:
         """Estimates log p(continuation | context) and generates nothing: lm-evaluation-harness's
         loglikelihood request, whose answer is (loglikelihood, is_greedy). Result.likelihood holds
         the estimate (Likelihood: loglikelihood, standard_error, greedy, samples,
@@ -540,19 +545,22 @@ class Client:
         encoded as the evaluation code encodes a pair (the context's trailing spaces move to the
         continuation). mc_num: rows drawn in all (None: 128), a multiple of batch_size (None: 16),
         which the estimate depends on as officially; check_greedy: also whether greedy unmasking
-        of the continuation from the context gives it (Likelihood.greedy; not on Dream).
+        of the continuation from the context gives it (Likelihood.greedy; not on Dream);
+        rows_per_forward: samples one forward runs, at most batch_size (None: as many as the
+        scheduler's memory clamp allows; the same estimate up to rounding).
         params: seed, cfg_scale, prompt_logprobs, priority, ... (gen_length, block_length, steps,
         logprobs, suffix and n are refused: UnmaskError, INVALID_ARGUMENT naming the field)."""
         if not isinstance(context, str):
             raise TypeError(f"context: a string, not {type(context).__name__} (token ids: loglikelihood_ids)")
         if not isinstance(continuation, str):
             raise TypeError(f"continuation: a string, not {type(continuation).__name__}")
-        likelihood = {"mc_num": mc_num, "batch_size": batch_size, "check_greedy": check_greedy}
+        likelihood = {"mc_num": mc_num, "batch_size": batch_size, "check_greedy": check_greedy,
+                      "rows_per_forward": rows_per_forward}
         return self.generate(context, model=model, continuation=continuation, likelihood=likelihood, **params)
 
     def loglikelihood_ids(self, ids: Sequence[int], continuation_tokens: int, *, model: str,
                           mc_num: Optional[int] = None, batch_size: Optional[int] = None, check_greedy: bool = False,
-                          **params: Any) -> Result:
+                          rows_per_forward: Optional[int] = None, **params: Any) -> Result:
         """loglikelihood() on token ids: the last continuation_tokens of ids (>= 1) are the
         continuation, the ids before them the context. Same estimate, same Result.likelihood."""
         if isinstance(ids, (str, bytes)):
@@ -560,7 +568,7 @@ class Client:
         if isinstance(continuation_tokens, bool) or not isinstance(continuation_tokens, int):
             raise TypeError(f"continuation_tokens: an int, not {type(continuation_tokens).__name__}")
         likelihood = {"continuation_tokens": continuation_tokens, "mc_num": mc_num, "batch_size": batch_size,
-                      "check_greedy": check_greedy}
+                      "check_greedy": check_greedy, "rows_per_forward": rows_per_forward}
         return self.generate(model=model, ids=ids, likelihood=likelihood, **params)
 
     def choices(self, prompt: Optional[str] = None, *, model: str, n: int, chat: Optional[Sequence[Message]] = None,

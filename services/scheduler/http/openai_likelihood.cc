@@ -18,9 +18,9 @@ Status ParseLikelihoodField(const json& body, Endpoint endpoint, OpenAiRequest& 
   if (!v->is_object()) return Bad("likelihood", "must be an object with continuation (or continuation_tokens)", *v);
   for (const auto& [key, value] : v->items()) {
     if (key != "continuation" && key != "continuation_tokens" && key != "mc_num" && key != "batch_size" &&
-        key != "check_greedy")
+        key != "rows_per_forward" && key != "check_greedy")
       return Bad("likelihood." + key, "is not a likelihood field (continuation, continuation_tokens, mc_num, "
-                                      "batch_size, check_greedy)", value);
+                                      "batch_size, rows_per_forward, check_greedy)", value);
   }
   v1::GenerateRequest& r = out.generate;
   v1::Likelihood& l = *r.mutable_params()->mutable_likelihood();
@@ -49,6 +49,10 @@ Status ParseLikelihoodField(const json& body, Endpoint endpoint, OpenAiRequest& 
     UNMASK_ASSIGN_OR_RETURN(std::int64_t k, Integer(*n, "likelihood.batch_size", 1, generation::kMaxMcNum));
     l.set_batch_size(static_cast<std::int32_t>(k));
   }
+  if (const json* n = Field(*v, "rows_per_forward")) {  // at most batch_size: the core checks
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t k, Integer(*n, "likelihood.rows_per_forward", 1, generation::kMaxMcNum));
+    l.set_rows_per_forward(static_cast<std::int32_t>(k));
+  }
   if (const json* g = Field(*v, "check_greedy")) {
     if (!g->is_boolean()) return Bad("likelihood.check_greedy", "must be true or false", *g);
     l.set_check_greedy(g->get<bool>());
@@ -73,7 +77,9 @@ json LikelihoodJson(const v1::Completed& c) {
   json out = {{"loglikelihood", l.loglikelihood()},
               {"standard_error", l.standard_error()},
               {"samples", l.samples()},
-              {"continuation_tokens", l.continuation_tokens()}};
+              {"continuation_tokens", l.continuation_tokens()},
+              {"forwards", l.forwards()},
+              {"rows_per_forward", l.rows_per_forward()}};
   if (l.has_greedy()) out["is_greedy"] = l.greedy();
   return out;
 }

@@ -49,6 +49,17 @@ test('likelihood: a prompt of token ids names its continuation by count', async 
   });
   assert.equal(r.choices[0].likelihood.continuation_tokens, 2);
   assert.equal(r.usage.prompt_tokens, 6);
+  // Both samples of each draw in one forward (the scheduler fits them), or one a forward as asked.
+  assert.equal(r.choices[0].likelihood.rows_per_forward, 2);
+  assert.equal(r.choices[0].likelihood.forwards, 2);
+  const one = await client.completions.create({
+    model: MODEL,
+    prompt: [1, 300, 301, 302, 303, 304],
+    likelihood: { continuation_tokens: 2, mc_num: 4, batch_size: 2, rows_per_forward: 1 },
+  });
+  assert.equal(one.choices[0].likelihood.forwards, 4);
+  const [a, b] = [one.choices[0].likelihood.loglikelihood, r.choices[0].likelihood.loglikelihood];
+  assert.ok(Math.abs(a - b) <= 1e-5 * Math.abs(b), `${a} vs ${b}: the same estimate up to rounding`);
 });
 
 test('likelihood: every bad field is refused by name', async () => {
@@ -60,6 +71,7 @@ test('likelihood: every bad field is refused by name', async () => {
     [{ likelihood: { continuation: ' x', continuation_tokens: 1 } }, 'likelihood.continuation_tokens'],
     [{ likelihood: { continuation: ' x', draws: 3 } }, 'likelihood.draws'],
     [{ likelihood: { continuation: ' x', check_greedy: 'yes' } }, 'likelihood.check_greedy'],
+    [{ likelihood: { continuation: ' x', batch_size: 4, mc_num: 8, rows_per_forward: 5 } }, 'likelihood.rows_per_forward'],
     [{ likelihood: 'x' }, 'likelihood'],
     [{ likelihood: { continuation: ' x' }, max_tokens: 4 }, 'max_tokens'],
     [{ likelihood: { continuation: ' x' }, echo: true }, 'echo'],
