@@ -150,7 +150,9 @@ def http_seeds(corpus):
                          "logprobs": 1, "temperature": 0},
         "likelihood.json": {"model": "tiny", "prompt": "In the beginning God", "seed": 3, "cfg_scale": 0.5,
                             "likelihood": {"continuation": " created", "mc_num": 32, "batch_size": 8,
-                                           "check_greedy": True}},
+                                           "rows_per_forward": 4, "check_greedy": True}},
+        "prompt-logprobs.json": {"model": "tiny", "messages": [{"role": "user", "content": "x"}],
+                                 "prompt_logprobs": 2, "max_tokens": 4},
         "likelihood-ids.json": {"model": "tiny", "prompt": [1, 2, 3, 4], "max_tokens": 0,
                                 "likelihood": {"continuation_tokens": 2}},
         "tools.json": {"model": "tiny", "messages": [

@@ -16,6 +16,9 @@ struct TokenLogprob {
   std::int64_t token = 0;
   double logprob = 0;
   std::vector<std::pair<std::int64_t, double>> top;
+  // The token's rank in the vocabulary: 1 + the tokens strictly more likely (vLLM's rank, so 1
+  // for the most likely); 0 where unknown (a position the step took no logits for).
+  std::int64_t rank = 0;
 };
 
 struct StepEvent {

@@ -44,7 +44,9 @@ void StepLogprobs::Attach(StepEvent& ev, std::int64_t prompt_len) const {
 TokenLogprob StepLogprobs::Of(std::int64_t i, std::int64_t token) const {
   TokenLogprob lp;
   lp.token = token;
-  lp.logprob = logp_[i][token].item<double>();
+  const at::Tensor row = logp_[i];
+  lp.logprob = row[token].item<double>();
+  lp.rank = (row > row[token]).sum().item<std::int64_t>() + 1;
   for (std::int64_t t = 0; top_ids_.defined() && t < top_ids_.size(1); ++t)
     lp.top.emplace_back(top_ids_[i][t].item<std::int64_t>(), top_values_[i][t].item<double>());
   return lp;

@@ -45,6 +45,7 @@ void SetLogprob(const sampler::TokenLogprob& lp, std::int64_t position, v1::Toke
   out.set_position(position);
   out.set_token(lp.token);
   out.set_logprob(lp.logprob);
+  out.set_rank(lp.rank);
   for (const auto& [token, logprob] : lp.top) {
     v1::TopLogprob* t = out.add_top();
     t->set_token(token);

@@ -212,6 +212,51 @@ TEST(OpenAiRenderTest, LogprobsJsonHasBothShapes) {
             json({{{"token", "token_id:8"}, {"logprob", -0.25}, {"bytes", {116, 111, 107, 101, 110, 95, 105, 100, 58, 56}}}}));
 }
 
+// vLLM's prompt_logprobs: null first, then per token {id: {logprob, rank, decoded_token}} for the
+// prompt's token and its k alternatives (ties share a rank; the prompt token's rank as the
+// executor gave it); completions carry it on the choice, chat on the response.
+TEST(OpenAiRenderTest, VllmPromptLogprobsHaveVllmsShapeAndPlace) {
+  google::protobuf::RepeatedPtrField<v1::TokenLogprob> lps;
+  v1::TokenLogprob* lp = lps.Add();
+  lp->set_position(1);
+  lp->set_token(7);
+  lp->set_logprob(-3.5);
+  lp->set_rank(12);
+  for (auto [token, logprob] : {std::pair<int, double>{4, -0.5}, {9, -0.5}, {2, -1.0}}) {
+    v1::TopLogprob* t = lp->add_top();
+    t->set_token(token);
+    t->set_logprob(logprob);
+  }
+  lp = lps.Add();  // the prompt's token is the most likely one
+  lp->set_position(2);
+  lp->set_token(4);
+  lp->set_logprob(-0.25);
+  lp->set_rank(1);
+  lp->add_top()->set_token(4);
+  lp->mutable_top(0)->set_logprob(-0.25);
+  const json p = VllmPromptLogprobs(lps, 4, 2, nullptr);
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_TRUE(p[0].is_null());
+  EXPECT_TRUE(p[3].is_null()) << "a position not scored";
+  ASSERT_EQ(p[1].size(), 3u) << p[1].dump();  // the token and 2 of the 3 alternatives
+  EXPECT_EQ(p[1]["7"], (json{{"logprob", -3.5}, {"rank", 12}, {"decoded_token", nullptr}}));
+  EXPECT_EQ(p[1]["4"]["rank"], 1);
+  EXPECT_EQ(p[1]["9"]["rank"], 1) << "tied with the first";
+  EXPECT_FALSE(p[1].contains("2")) << "beyond k";
+  ASSERT_EQ(p[2].size(), 1u);
+  EXPECT_EQ(p[2]["4"]["rank"], 1);
+  EXPECT_EQ(p[2]["4"]["logprob"], -0.25);
+
+  ChoiceText choice{"x", "length"};
+  choice.prompt_logprobs = p;
+  const json text = CompletionResponse(MakeIdentity(Endpoint::kCompletions, "j", 1, "m"), {choice}, Usage(4, 1), nullptr);
+  EXPECT_EQ(text["choices"][0]["prompt_logprobs"], p);
+  EXPECT_FALSE(text.contains("prompt_logprobs"));
+  const json chat = CompletionResponse(MakeIdentity(Endpoint::kChatCompletions, "j", 1, "m"), {choice}, Usage(4, 1), nullptr);
+  EXPECT_EQ(chat["prompt_logprobs"], p);
+  EXPECT_FALSE(chat["choices"][0].contains("prompt_logprobs"));
+}
+
 TEST(OpenAiRenderTest, ModelList) {
   v1::ListServedModelsResponse models;
   auto* m = models.add_models();

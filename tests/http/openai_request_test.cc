@@ -528,6 +528,48 @@ TEST(OpenAiRequestTest, LikelihoodReachesTheCoreRequestAndSetsNoLength) {
   EXPECT_TRUE(r->generate.continuation().empty());
 }
 
+// vLLM's prompt_logprobs on both endpoints: the prompt's tokens scored with k alternatives; with
+// completions' echo and logprobs the job takes the larger count (each output keeps its own).
+TEST(OpenAiRequestTest, VllmPromptLogprobsScoreThePromptOnBothEndpoints) {
+  json body = Chat();
+  body["prompt_logprobs"] = 2;
+  auto r = ParseOpenAiRequest(Endpoint::kChatCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->prompt_logprobs, 2);
+  EXPECT_EQ(r->generate.params().prompt_logprobs(), 2);
+  EXPECT_EQ(r->logprobs, -1);
+
+  body = Completion();
+  body.update({{"prompt_logprobs", 0}});
+  r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->prompt_logprobs, 0);
+  EXPECT_EQ(r->generate.params().prompt_logprobs(), 0);
+
+  body.update({{"echo", true}, {"logprobs", 3}, {"prompt_logprobs", 1}});
+  r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->prompt_logprobs, 1);
+  EXPECT_EQ(r->logprobs, 3);
+  EXPECT_EQ(r->generate.params().prompt_logprobs(), 3) << "the larger of the two";
+
+  body = Completion();
+  r = ParseOpenAiRequest(Endpoint::kCompletions, body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->prompt_logprobs, -1);
+  EXPECT_FALSE(r->generate.params().has_prompt_logprobs());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PromptLogprobs, BadFieldTest,
+    ::testing::Values(BadCase{kText, R"({"prompt_logprobs": -1})", "prompt_logprobs"},
+                      BadCase{kText, R"({"prompt_logprobs": 21})", "prompt_logprobs"},
+                      BadCase{kText, R"({"prompt_logprobs": "2"})", "prompt_logprobs"},
+                      BadCase{kChat, R"({"prompt_logprobs": true})", "prompt_logprobs"},
+                      BadCase{kChat, R"({"prompt_logprobs": 1.5})", "prompt_logprobs"},
+                      BadCase{kChat, R"({"prompt_logprobs": 1, "stream": true})", "prompt_logprobs"},
+                      BadCase{kText, R"({"prompt_logprobs": 1, "stream": true})", "prompt_logprobs"}));
+
 INSTANTIATE_TEST_SUITE_P(
     Likelihood, BadFieldTest,
     ::testing::Values(

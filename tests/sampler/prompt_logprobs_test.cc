@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
+
 #include "common/sampler/prompt_logprobs.h"
+#include "common/sampler/step_logprobs.h"
 #include "tests/sampler/moe_golden_files.h"
 
 namespace unmask {
@@ -46,6 +49,15 @@ TEST_P(PromptLogprobsGoldenTest, EveryTokenAndItsAlternativesAsTheOfficialModelG
     for (std::size_t t = 0; t < got[j]->top.size(); ++t) {
       EXPECT_EQ(got[j]->top[t].first, want["top"][t][0].get<std::int64_t>());
       EXPECT_NEAR(got[j]->top[t].second, want["top"][t][1].get<double>(), 2e-4);
+    }
+    // Its rank (vLLM's: 1 + the tokens strictly more likely): its place among the alternatives,
+    // else beyond them.
+    std::size_t place = 0;
+    while (place < got[j]->top.size() && got[j]->top[place].first != prompt[j]) ++place;
+    if (place < got[j]->top.size()) {
+      EXPECT_EQ(got[j]->rank, static_cast<std::int64_t>(place) + 1);
+    } else {
+      EXPECT_GT(got[j]->rank, static_cast<std::int64_t>(got[j]->top.size()));
     }
   }
 }
@@ -88,6 +100,17 @@ TEST(PromptLogprobsTest, ForwardsOfOneRowGiveWhatOneForwardOfAllRowsGives) {
       EXPECT_NEAR(three[j]->logprob, whole[j]->logprob, 1e-5) << j;
     }
   }
+}
+
+// A token's rank is vLLM's: 1 + the tokens strictly more likely, so ties share the better rank,
+// whether or not the token is among the alternatives kept.
+TEST(PromptLogprobsTest, RanksCountTheTokensStrictlyMoreLikely) {
+  const at::Tensor logits = at::tensor({3.0f, 1.0f, 3.0f, -2.0f, 0.5f, 1.0f}).view({1, 6});
+  const at::Tensor zero = at::zeros({1}, at::kLong);
+  const sampler::StepLogprobs lp = sampler::StepLogprobs::Take(logits, zero, zero, 1);
+  const std::vector<std::int64_t> want = {1, 3, 1, 6, 5, 3};  // ids 0 and 2 tie first, 1 and 5 third
+  for (std::int64_t token = 0; token < 6; ++token) EXPECT_EQ(lp.Of(0, token).rank, want[token]) << token;
+  EXPECT_EQ(lp.Of(0, 3).top.size(), 1u);
 }
 
 TEST(PromptLogprobsTest, PromptsTooShortToScoreAndNoAlternatives) {

@@ -31,6 +31,13 @@ def check_logprobs(test, entries, k):
         test.assertTrue(all(t <= 1e-6 for t in tops), e)
         if e.top:
             test.assertLessEqual(e.logprob, e.top[0].logprob + 1e-5, e)  # nothing beats the most likely
+        # Its vocabulary rank (vLLM's): 1 + the alternatives strictly more likely, when it is one of
+        # them; beyond them otherwise.
+        test.assertGreaterEqual(e.rank, 1, e)
+        if e.token in [t.token for t in e.top]:
+            test.assertEqual(e.rank, 1 + sum(t.logprob > e.logprob for t in e.top), e)
+        else:
+            test.assertGreater(e.rank, len(e.top), e)
 
 
 @unittest.skipUnless(TARGET, "needs the stack of python_client_driver")

@@ -62,11 +62,13 @@ class TokenLogprob:
     """A generated token's log-probability (logprobs=k): `position` is 0-based after the prompt,
     `top` the k most likely tokens at the step that committed it, most likely first. A prompt
     token's (prompt_logprobs=k): `position` is its index in the prompt, `top` the k most likely
-    tokens there given the tokens before it."""
+    tokens there given the tokens before it. `rank`: the token's rank in the vocabulary, vLLM's
+    (1 + the tokens strictly more likely; 0 where unknown)."""
     position: int
     token: int
     logprob: float
     top: List[TopLogprob] = field(default_factory=list)
+    rank: int = 0
 
 
 @dataclass
@@ -161,7 +163,7 @@ def _accepted(job_id: str, a: scheduler_pb2.Accepted) -> Accepted:
 
 
 def _logprobs(entries: Iterable[Any]) -> List[TokenLogprob]:
-    return [TokenLogprob(e.position, e.token, e.logprob, [TopLogprob(t.token, t.logprob) for t in e.top])
+    return [TokenLogprob(e.position, e.token, e.logprob, [TopLogprob(t.token, t.logprob) for t in e.top], e.rank)
             for e in entries]
 
 

@@ -240,6 +240,9 @@ StatusOr<json> CompletionService::Complete(const AcceptedCompletion& a) {
   for (std::size_t i = 0; i < n; ++i) {
     const ChoiceOutput::Done output = ChoiceOutput(a.output).Finish(done[i], job_ids[i]);
     choices.push_back({output.text, output.finish_reason, output.logprobs, output.tool_calls, LikelihoodJson(done[i])});
+    if (a.request.prompt_logprobs >= 0)
+      choices.back().prompt_logprobs = VllmPromptLogprobs(done[i].prompt_logprobs(), a.submitted.accepted().prompt_tokens(),
+                                                          a.request.prompt_logprobs, a.tokenizer.get());
     completion_tokens += a.output.score_only ? 0 : done[i].ids_size();
     json choice = {{"index", i}, {"job_id", job_ids[i]}, {"seed", seeds[i]}};
     choice.update(FinishExtension(done[i]));

@@ -111,4 +111,27 @@ std::string DumpJson(const json& body) {
   return Ordered(body, false).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
+json VllmPromptLogprobs(const google::protobuf::RepeatedPtrField<v1::TokenLogprob>& logprobs,
+                        std::int64_t prompt_tokens, int k, const tokenizer::Tokenizer* tokenizer) {
+  json out = json::array();
+  for (std::int64_t p = 0; p < prompt_tokens; ++p) out.push_back(nullptr);
+  auto entry = [tokenizer](double logprob, json rank, std::int64_t id) {
+    return json{{"logprob", Finite(logprob)}, {"rank", std::move(rank)},
+                {"decoded_token", tokenizer ? json(TokenString(tokenizer, id)) : json(nullptr)}};
+  };
+  for (const v1::TokenLogprob& lp : logprobs) {
+    if (lp.position() < 1 || lp.position() >= prompt_tokens) continue;
+    json at = json::object();
+    const int kept = std::min(k, lp.top_size());
+    for (int t = 0; t < kept; ++t) {
+      int better = 0;  // vLLM's rank within the alternatives: those strictly more likely, plus one
+      while (better < t && lp.top(better).logprob() > lp.top(t).logprob()) ++better;
+      at[std::to_string(lp.top(t).token())] = entry(lp.top(t).logprob(), better + 1, lp.top(t).token());
+    }
+    at[std::to_string(lp.token())] = entry(lp.logprob(), lp.rank() > 0 ? json(lp.rank()) : json(nullptr), lp.token());
+    out[static_cast<std::size_t>(lp.position())] = std::move(at);
+  }
+  return out;
+}
+
 }  // namespace unmask::scheduler::http

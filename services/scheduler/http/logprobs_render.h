@@ -38,6 +38,15 @@ struct LogprobToken {
 nlohmann::json LogprobsJson(Endpoint endpoint, const tokenizer::Tokenizer* tokenizer,
                             const std::vector<LogprobToken>& tokens, std::size_t offset);
 
+// vLLM's `prompt_logprobs` (OpenAiRequest::prompt_logprobs): one entry per prompt token (of
+// `prompt_tokens`), null for the first (nothing comes before it) and for a position not scored,
+// else {"<id>": {"logprob", "rank", "decoded_token"}} for the prompt's token and its k most likely
+// alternatives (at most k of those given). rank is vLLM's, 1 + the tokens strictly more likely
+// (the prompt token's own may be beyond k; null where the executor did not say); decoded_token
+// the id decoded alone, null without a tokenizer.
+nlohmann::json VllmPromptLogprobs(const google::protobuf::RepeatedPtrField<v1::TokenLogprob>& logprobs,
+                                  std::int64_t prompt_tokens, int k, const tokenizer::Tokenizer* tokenizer);
+
 // A response or chunk as JSON text. nlohmann's objects keep their keys sorted, so completions'
 // top_logprobs objects are written most likely first here (as OpenAI's are); the rest as dump().
 std::string DumpJson(const nlohmann::json& body);

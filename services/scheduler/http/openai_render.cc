@@ -111,8 +111,12 @@ json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceTe
       choice["text"] = choices[i].text;
       if (!choices[i].likelihood.is_null()) choice["likelihood"] = choices[i].likelihood;
     }
+    if (id.endpoint == Endpoint::kCompletions && !choices[i].prompt_logprobs.is_null())
+      choice["prompt_logprobs"] = choices[i].prompt_logprobs;
     out["choices"].push_back(std::move(choice));
   }
+  if (id.endpoint == Endpoint::kChatCompletions && !choices.empty() && !choices[0].prompt_logprobs.is_null())
+    out["prompt_logprobs"] = choices[0].prompt_logprobs;
   out["usage"] = usage;
   if (!extension.is_null()) out["unmask"] = extension;
   return out;

@@ -39,6 +39,9 @@ struct ChoiceText {
   nlohmann::json logprobs = nullptr;
   nlohmann::json tool_calls = nullptr;  // chat: message.tool_calls (then content is null when blank)
   nlohmann::json likelihood = nullptr;  // completions' likelihood extension (openai_likelihood.h)
+  // vLLM's prompt_logprobs (VllmPromptLogprobs): completions' choice field; chat's response
+  // field (vLLM's place; the choices share the prompt, so the first choice's).
+  nlohmann::json prompt_logprobs = nullptr;
 };
 nlohmann::json CompletionResponse(const CompletionIdentity& id, const std::vector<ChoiceText>& choices,
                                   const nlohmann::json& usage, const nlohmann::json& extension);

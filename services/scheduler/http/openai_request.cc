@@ -221,8 +221,14 @@ Status ParseOutputFields(const json& body, Endpoint endpoint, OpenAiRequest& out
   }
   UNMASK_RETURN_IF_ERROR(ParseLogprobs(body, endpoint, out));
   if (out.logprobs >= 0) out.generate.mutable_params()->set_logprobs(out.logprobs);
-  // The echoed prompt's tokens get theirs too (with as many alternatives), as vLLM does.
-  if (out.echo && out.logprobs >= 0) out.generate.mutable_params()->set_prompt_logprobs(out.logprobs);
+  if (const json* v = Field(body, "prompt_logprobs")) {  // vLLM's extension, on both endpoints
+    UNMASK_ASSIGN_OR_RETURN(std::int64_t k, Integer(*v, "prompt_logprobs", 0, generation::kMaxLogprobs));
+    out.prompt_logprobs = static_cast<std::int32_t>(k);
+  }
+  // The echoed prompt's tokens get theirs too (with as many alternatives), as vLLM does; each
+  // output keeps its own count of the alternatives the job takes.
+  const std::int32_t prompt_k = std::max(out.prompt_logprobs, out.echo ? out.logprobs : -1);
+  if (prompt_k >= 0) out.generate.mutable_params()->set_prompt_logprobs(prompt_k);
   return OkStatus();
 }
 
@@ -341,6 +347,9 @@ StatusOr<OpenAiRequest> ParseOpenAiRequest(Endpoint endpoint, const json& body) 
     if (!v->is_boolean()) return Bad("stream", "must be true or false", *v);
     out.stream = v->get<bool>();
   }
+  if (out.stream && out.prompt_logprobs >= 0)
+    return Bad("prompt_logprobs", "cannot be streamed (as in vLLM): ask without stream, or use completions' echo "
+                                  "with logprobs", body["prompt_logprobs"]);
   if (const json* v = Field(body, "stream_options")) {
     if (!v->is_object()) return Bad("stream_options", "must be an object", *v);
     if (const json* u = Field(*v, "include_usage")) {

@@ -54,6 +54,9 @@ struct OpenAiRequest {
   std::int32_t logprobs = -1;     // -1: none; k: each token's logprob and k alternatives (params.logprobs)
   bool score_only = false;        // completions' max_tokens 0 with echo and logprobs: the prompt alone
   bool likelihood = false;        // completions' `likelihood` (openai_likelihood.h): an estimate, no text
+  // vLLM's `prompt_logprobs` (both endpoints; not streamed): each prompt token's log-probability
+  // with this many alternatives, in vLLM's shape (logprobs_render.h VllmPromptLogprobs); -1: none.
+  std::int32_t prompt_logprobs = -1;
 };
 
 // The body as JSON (its objects in their order): InvalidArgument when it is not a JSON object.
