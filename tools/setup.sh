@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
 # Installs everything unmask needs on a fresh Debian 12 machine (run as root, or with sudo on PATH).
 # Safe to run again: apt-get skips what is already installed.
+#
+#   tools/setup.sh               everything: the build, the tests, fuzzing, benchmarks, the chart renderer
+#   tools/setup.sh --build-only  only what a Release build of the binaries with
+#                                -DUNMASK_BUILD_TESTS=OFF -DUNMASK_BUILD_BENCH=OFF needs (the images'
+#                                build stage: deploy/Dockerfile.cpu)
 set -euo pipefail
+
+BUILD_ONLY=0
+case "${1:-}" in
+  "") ;;
+  --build-only) BUILD_ONLY=1 ;;
+  *) echo "setup: unknown argument '$1' (--build-only or nothing)" >&2; exit 2 ;;
+esac
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-PACKAGES=(
+BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   # engine. OpenBLAS built with OpenMP: it runs on LibTorch's OpenMP pool instead of beside it
   # (common/model/threading.h); its pthreads build is supported too, held to one thread.
-  # libopenblas0-pthread: only for the tests of the pthreads path (model_tests_pthreads_openblas, sampler_tests_pthreads_openblas).
-  libtorch-dev libopenblas0-openmp libopenblas0-pthread
+  libtorch-dev libopenblas0-openmp
   # libsleef.so to link against (LibTorch's own libsleef3 has no link name): the CPU SwiGLU loops
   # call the expf that ATen's CPU vectors call
   libsleef-dev
   # services
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libhiredis-dev redis-server prometheus-cpp-dev libabsl-dev
+  libhiredis-dev prometheus-cpp-dev libabsl-dev
   # API keys: SHA-256 and random bytes from libcrypto
   libssl-dev
-  # the scheduler's OpenAI-compatible HTTP API (and curl for the README's examples, run by a test)
-  libcpp-httplib-dev curl
+  # the scheduler's OpenAI-compatible HTTP API
+  libcpp-httplib-dev
   # libraries used by common/
   nlohmann-json3-dev libpcre2-dev libicu-dev libcli11-dev
+)
+TEST_PACKAGES=(
+  # libopenblas0-pthread: only for the tests of the pthreads path (model_tests_pthreads_openblas, sampler_tests_pthreads_openblas)
+  libopenblas0-pthread
+  # the job store's tests run a real redis-server; curl runs the README's examples (a test)
+  redis-server curl
   # tests and benchmarks (the TLS tests make their CA and certificates with the openssl command;
   # qemu-user runs the engine's kernel tests on emulated CPUs this machine is not)
   libgtest-dev libgmock-dev libbenchmark-dev python3 openssl qemu-user
@@ -46,8 +63,10 @@ PACKAGES=(
 # unmask writes. A machine may already have a Node.js of its own (NodeSource's bundles npm and
 # conflicts with Debian's npm package): Debian's packages are installed only where node or npm
 # is missing.
-command -v node >/dev/null || PACKAGES+=(nodejs)
-command -v npm >/dev/null || PACKAGES+=(npm)
+command -v node >/dev/null || TEST_PACKAGES+=(nodejs)
+command -v npm >/dev/null || TEST_PACKAGES+=(npm)
+PACKAGES=("${BUILD_PACKAGES[@]}")
+if [ "$BUILD_ONLY" = 0 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 export DEBIAN_FRONTEND=noninteractive
 # On a fresh machine something else (unattended-upgrades, cloud-init) may hold the package
@@ -74,9 +93,11 @@ apt_get() {
 }
 apt_get update -q
 apt_get install -y -q --no-install-recommends "${PACKAGES[@]}"
-# libFuzzer of the installed clang's major version (libfuzzer-14-dev with Debian 12's clang 14).
-clang_major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)
-apt_get install -y -q --no-install-recommends "libfuzzer-${clang_major}-dev"
+if [ "$BUILD_ONLY" = 0 ]; then
+  # libFuzzer of the installed clang's major version (libfuzzer-14-dev with Debian 12's clang 14).
+  clang_major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n1)
+  apt_get install -y -q --no-install-recommends "libfuzzer-${clang_major}-dev"
+fi
 # With the reference BLAS float32 matmul is ~30x slower, and OpenBLAS's pthreads build spins
 # beside LibTorch's OpenMP pool: make sure the OpenMP OpenBLAS is the one in use, under all three
 # names (LibTorch links libblas.so.3, liblapack.so.3 and libopenblas.so.0 itself: one left on the
@@ -87,6 +108,7 @@ if command -v update-alternatives >/dev/null; then
     if [ -n "$cand" ]; then $SUDO update-alternatives --set "$alt" "$cand" >/dev/null; fi
   done
 fi
+if [ "$BUILD_ONLY" = 1 ]; then echo "setup: done (build only)"; exit 0; fi
 # npm packages the tests use, pinned by their package-lock.json (the npm registry is reachable):
 # Hugging Face's tokenizers.js and the official openai SDK.
 for dir in tests/tokenizer/tokenizers_js tests/http/openai_sdk; do

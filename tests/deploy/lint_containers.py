@@ -10,7 +10,13 @@ Rules, per Dockerfile:
     the path CMake builds it at (PATH relative to BUILD, below the image's `cmake -B` dir), and
     that stage's `cmake --build --target` list builds it;
   * the three services and the CLI are all copied;
-  * ENTRYPOINT / CMD name a binary that is copied.
+  * ENTRYPOINT / CMD name a binary that is copied;
+  * no `# syntax=` parser directive (BuildKit would pull that frontend image from Docker Hub, and
+    a build without a registry fails before its first step);
+  * tools/setup.sh runs with --build-only (the full set-up installs the test tools and runs npm in
+    tests/, which the image's context at that step does not hold);
+  * the runtime installs OpenBLAS's OpenMP build, not its pthreads build (the threading model of
+    common/model/threading.h: one pool, OpenBLAS on LibTorch's OpenMP threads).
 Per compose file (when --helmrender is given, to read YAML): the unmask services run and
 health-check copied binaries.
 Python 3 stdlib only.
@@ -76,6 +82,12 @@ def lint_dockerfile(path, binaries):
     copied = {}  # destination basename -> binary name
     final_user = None
     cmd = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.startswith("#"):
+            break  # parser directives only come first
+        if re.match(r"^#\s*syntax\s*=", line, re.I):
+            errors.append("%s:%d: a `# syntax=` directive makes BuildKit pull a frontend image (no registry: the build fails); "
+                          "the built-in frontend has RUN --mount" % (name, n))
     for line, ins, rest in instructions(text):
         where = "%s:%d" % (name, line)
         if ins == "FROM":
@@ -84,6 +96,11 @@ def lint_dockerfile(path, binaries):
             final_user = None
             cmd = []
         elif ins == "RUN" and stages:
+            for m in re.finditer(r"\S*setup\.sh((?:\s+--?[\w-]+)*)", rest):
+                if "--build-only" not in m.group(1).split():
+                    errors.append("%s: %s runs without --build-only (the full set-up needs the tests' files)" % (where, m.group(0).split()[0]))
+            if re.search(r"\blibopenblas0-pthread\b", rest):
+                errors.append("%s: installs libopenblas0-pthread; the images use OpenBLAS's OpenMP build (libopenblas0-openmp)" % where)
             m = re.search(r"cmake\s+(?:[^&|;]*\s)?-B\s*(\S+)", rest)
             if m:
                 stages[-1]["build_dir"] = m.group(1).rstrip("/")
@@ -200,7 +217,12 @@ CMD ["unmask", "--help"]
                            .replace('CMD ["unmask", "--help"]', 'CMD ["unmask-scheduler"]'),
         "single stage": good.split("FROM debian:12-slim\n")[0] + "USER 1\nCMD [\"unmask\"]\n",
         "renamed binary": good.replace("/usr/local/bin/unmask-loader\n", "/usr/local/bin/loader\n"),
+        "syntax directive": "# syntax=docker/dockerfile:1\n" + good,
+        "full set-up": good.replace("FROM debian:12 AS build\n", "FROM debian:12 AS build\nRUN /src/tools/setup.sh\n"),
+        "pthreads OpenBLAS": good.replace("FROM debian:12-slim\n", "FROM debian:12-slim\nRUN apt-get install -y libtorch1.13 libopenblas0-pthread\n"),
     }
+    good = good.replace("FROM debian:12 AS build\n", "# a comment\nFROM debian:12 AS build\nRUN /src/tools/setup.sh --build-only\n")
+    good = good.replace("FROM debian:12-slim\n", "FROM debian:12-slim\nRUN apt-get install -y libopenblas0-openmp\n")
     failures = 0
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "Dockerfile")
