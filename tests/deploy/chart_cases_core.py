@@ -32,7 +32,7 @@ def default():
     check(pod_spec(test_pod)["volumes"][0]["secret"]["items"] == [{"key": "api-key", "path": "api-key"}],
           "the test pod reads the key in the clear")
     pvc = one(docs, "PersistentVolumeClaim", "models")
-    vol = [v for v in pod_spec(one(docs, "StatefulSet", "worker"))["volumes"] if v["name"] == "models"][0]
+    vol = check_models_mounts(docs)  # the scheduler and the worker pods: the same volume
     check(vol["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"], "worker mounts the models claim")
     check(vol["persistentVolumeClaim"]["readOnly"] is True, "models are mounted read-only")
     check_test_hook(docs, "LLaDA-8B-Instruct")
@@ -165,17 +165,62 @@ def placement_and_resources():
 
 @case
 def models_sources():
+    """Each models.source gives the worker pods and the scheduler (tokenizers) the same volume."""
+    docs, notes = render()
+    vol = check_models_mounts(docs)
+    check(vol == {"name": "models", "persistentVolumeClaim": {"claimName": one(docs, "PersistentVolumeClaim", "models")["metadata"]["name"],
+                                                              "readOnly": True}}, "pvc models volume: %s" % vol)
+    check("access modes (ReadWriteOnce)" in notes, "NOTES warn that a ReadWriteOnce claim keeps the pods on one node")
+    docs, notes = render("--set", "models.pvc.accessModes={ReadOnlyMany}")
+    check_models_mounts(docs)
+    check("access modes" not in notes, "no access-mode warning with ReadOnlyMany")
     docs, _ = render("--set", "models.source=hostPath", "--set", "models.hostPath.path=/srv/models")
     none_of(docs, "PersistentVolumeClaim")
-    vol = [v for v in pod_spec(one(docs, "StatefulSet", "worker"))["volumes"] if v["name"] == "models"][0]
-    check(vol.get("hostPath", {}).get("path") == "/srv/models", "hostPath models volume: %s" % vol)
+    vol = check_models_mounts(docs)
+    check(vol == {"name": "models", "hostPath": {"path": "/srv/models", "type": "Directory"}}, "hostPath models volume: %s" % vol)
     docs, _ = render("--set", "models.source=existingClaim", "--set", "models.existingClaim=llm-weights")
     none_of(docs, "PersistentVolumeClaim")
-    vol = [v for v in pod_spec(one(docs, "StatefulSet", "worker"))["volumes"] if v["name"] == "models"][0]
-    check(vol["persistentVolumeClaim"]["claimName"] == "llm-weights", "existingClaim models volume: %s" % vol)
+    vol = check_models_mounts(docs)
+    check(vol == {"name": "models", "persistentVolumeClaim": {"claimName": "llm-weights", "readOnly": True}},
+          "existingClaim models volume: %s" % vol)
     docs, _ = render("--set", "models.mountPath=/weights")
     loader = container(one(docs, "StatefulSet", "worker"), "loader")
     check(flag1(docs, loader, "model-root") == "/weights", "--model-root follows models.mountPath")
+    check_models_mounts(docs, "/weights")
+
+
+@case
+def scheduler_http():
+    """The OpenAI-compatible HTTP API: on by default (--http-port, container and Service port http,
+    NOTES), off with scheduler.http.enabled=false, ports from values, https with tls.enabled."""
+    docs, notes = render()
+    check_scheduler_http(docs)
+    sched = "%s-unmask-scheduler" % RELEASE
+    for text in ("port-forward svc/%s 8000:8000" % sched, "KEY=$(cat ./api-key)", "http://127.0.0.1:8000/v1/completions",
+                 'Authorization: Bearer $KEY', '"model": "LLaDA-8B-Instruct"'):
+        check(text in notes, "NOTES should show %r:\n%s" % (text, notes))
+    docs, notes = render("--set", "scheduler.http.enabled=false")
+    check_scheduler_http(docs, None)
+    check("/v1/completions" not in notes and "8000" not in notes, "NOTES without the HTTP API:\n%s" % notes)
+    docs, notes = render("--set", "scheduler.http.port=8080", "--set", "scheduler.service.httpPort=9000")
+    check_scheduler_http(docs, 8080, 9000)
+    check("port-forward svc/%s 9000:9000" % sched in notes and "http://127.0.0.1:9000/v1/completions" in notes,
+          "NOTES use scheduler.service.httpPort:\n%s" % notes)
+    docs, notes = render("--set", "scheduler.apiKeys.enabled=false")
+    check_scheduler_http(docs)
+    check("/v1/completions" in notes and "Authorization" not in notes, "NOTES without keys send no Authorization header")
+    # With TLS the HTTP API serves HTTPS with the gRPC certificate (the --tls-* flags, no --http-tls-*).
+    docs, notes = render("--set", "tls.enabled=true", "--set", "tls.secretName=my-tls")
+    check_scheduler_http(docs, tls=True)
+    c = container(one(docs, "Deployment", "scheduler"), "scheduler")
+    check(flag1(docs, c, "tls-cert") and not any(a.startswith("--http-tls") for a in c["args"]), "HTTPS from the --tls-* flags: %s" % c["args"])
+    name = "%s-unmask" % RELEASE
+    for text in ("https://%s:8000/v1/completions" % name, "--connect-to %s:8000:127.0.0.1:8000" % name,
+                 "--cacert ./ca.crt --cert ./tls.crt --key ./tls.key"):
+        check(text in notes, "NOTES should show %r with TLS:\n%s" % (text, notes))
+    # The ports of a disabled HTTP API collide with nothing (the collisions: fail_scheduler_port_collision).
+    docs, _ = render("--set", "scheduler.http.enabled=false", "--set", "scheduler.http.port=9091")
+    check_scheduler_http(docs, None)
 
 
 @case

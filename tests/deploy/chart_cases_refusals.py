@@ -101,3 +101,23 @@ def fail_port_collision():
     render_fails(["--set", "worker.executor.port=50052"], "worker ports collide")
     render_fails(["--set", "worker.executorsPerGpu=2", "--set", "worker.executor.metricsPort=9091",
                   "--set", "worker.loader.metricsPort=9092"], "worker ports collide")
+
+
+@case
+def fail_bad_http_ports():
+    render_fails(["--set", "scheduler.http.port=0"], "- scheduler.http.port: Must be greater than or equal to 1")
+    render_fails(["--set", "scheduler.http.port=70000"], "- scheduler.http.port: Must be less than or equal to 65535")
+    render_fails(["--set", "scheduler.http.port=http"], "- scheduler.http.port: Invalid type. Expected: integer, given: string")
+    render_fails(["--set", "scheduler.service.httpPort=0"], "- scheduler.service.httpPort: Must be greater than or equal to 1")
+    render_fails(["--set", "scheduler.service.httpPort=70000"], "- scheduler.service.httpPort: Must be less than or equal to 65535")
+    render_fails(["--set-string", "scheduler.service.httpPort=8000"],
+                 "- scheduler.service.httpPort: Invalid type. Expected: integer, given: string")
+    render_fails(["--set", "scheduler.http.enabled=yes"], "- scheduler.http.enabled: Invalid type. Expected: boolean, given: string")
+    render_fails(["--set", "scheduler.http.host=0.0.0.0"], "- scheduler.http: Additional property host is not allowed")
+
+
+@case
+def fail_scheduler_port_collision():
+    render_fails(["--set", "scheduler.http.port=50051"], "scheduler ports collide")
+    render_fails(["--set", "scheduler.service.httpPort=9091"], "scheduler ports collide")
+    render_fails(["--set", "scheduler.http.enabled=false", "--set", "scheduler.service.port=9091"], "scheduler ports collide")

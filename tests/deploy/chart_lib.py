@@ -349,7 +349,8 @@ def check_worker(docs, replicas=1, executors=1, gpu="devicePlugin"):
     return sts
 
 
-def check_scheduler(docs, replicas=1):
+def check_scheduler(docs, replicas=1, models="/models", http=(8000, 8000)):
+    """The scheduler with its models mount (check_models_mounts) and HTTP API (check_scheduler_http)."""
     dep = one(docs, "Deployment", "scheduler")
     check(dep["spec"]["replicas"] == replicas, "scheduler replicas %s, want %d" % (dep["spec"]["replicas"], replicas))
     c = container(dep, "scheduler")
@@ -360,7 +361,56 @@ def check_scheduler(docs, replicas=1):
     check(flag1(docs, c, "dispatch-policy") in ("least_busy", "round_robin", "random"), "dispatch policy")
     svc = one(docs, "Service", "scheduler")
     check(any(p["port"] == 50051 and p["targetPort"] == "grpc" for p in svc["spec"]["ports"]), "scheduler service port")
+    check_models_mounts(docs, models)
+    check_scheduler_http(docs, *(http or (None, None)))
     return dep, c
+
+
+def models_volume(o):
+    vols = [v for v in pod_spec(o).get("volumes", []) or [] if v["name"] == "models"]
+    check(len(vols) == 1, "%s: expected one models volume, found %s" % (o["metadata"]["name"], vols))
+    return vols[0]
+
+
+def check_models_mounts(docs, mount_path="/models"):
+    """The scheduler encodes text and chat prompts with the tokenizers of the models volume: it gets
+    --model-root=mount_path and mounts there, read-only, the very volume the worker pods mount
+    (one source: the chart's claim, an existing claim or a hostPath). Returns that volume."""
+    dep, sts = one(docs, "Deployment", "scheduler"), one(docs, "StatefulSet", "worker")
+    sched = container(dep, "scheduler")
+    check(flag1(docs, sched, "model-root") == mount_path,
+          "scheduler --model-root=%s, want %s (text prompts need the tokenizers)" % (flag1(docs, sched, "model-root"), mount_path))
+    for o, c in [(dep, sched)] + [(sts, c) for c in containers(sts)]:
+        mounts = [m for m in c.get("volumeMounts", []) or [] if m["name"] == "models"]
+        check(mounts == [{"name": "models", "mountPath": mount_path, "readOnly": True}],
+              "%s/%s must mount the models volume read-only at %s: %s" % (o["metadata"]["name"], c["name"], mount_path, mounts))
+    vol, worker_vol = models_volume(dep), models_volume(sts)
+    check(vol == worker_vol, "the scheduler's models volume %s differs from the worker's %s" % (vol, worker_vol))
+    sources = sorted(set(vol) - {"name"})
+    check(sources in (["persistentVolumeClaim"], ["hostPath"]), "models volume source %s" % sources)
+    if "persistentVolumeClaim" in vol:
+        check(vol["persistentVolumeClaim"].get("readOnly") is True, "the models claim must be mounted read-only: %s" % vol)
+    return vol
+
+
+def check_scheduler_http(docs, port=8000, service_port=8000, tls=False):
+    """The OpenAI-compatible HTTP API: --http-port, a container port and a Service port named http;
+    port None: none of them (scheduler.http.enabled=false)."""
+    c = container(one(docs, "Deployment", "scheduler"), "scheduler")
+    svc = one(docs, "Service", "scheduler")
+    cports = {p["name"]: p for p in c.get("ports", [])}
+    sports = {p["name"]: p for p in svc["spec"]["ports"]}
+    if port is None:
+        check(not flag(docs, c, "http-port"), "--http-port without scheduler.http.enabled: %s" % flag(docs, c, "http-port"))
+        check("http" not in cports, "scheduler container port http without scheduler.http.enabled")
+        check("http" not in sports, "scheduler Service port http without scheduler.http.enabled")
+        return
+    check(flag1(docs, c, "http-port") == str(port), "scheduler --http-port=%s, want %d" % (flag1(docs, c, "http-port"), port))
+    check(not flag(docs, c, "http-host"), "the HTTP API binds the default 0.0.0.0: %s" % flag(docs, c, "http-host"))
+    check(cports.get("http") == {"name": "http", "containerPort": port, "protocol": "TCP"},
+          "scheduler container port http %s, want %d" % (cports.get("http"), port))
+    want = {"name": "http", "port": service_port, "targetPort": "http", "protocol": "TCP", "appProtocol": "https" if tls else "http"}
+    check(sports.get("http") == want, "scheduler Service port http %s, want %s" % (sports.get("http"), want))
 
 
 def check_api_keys_mounted(docs, secret_name, key):

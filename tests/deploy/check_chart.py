@@ -34,6 +34,7 @@ def selftest():
         mutate(d)
         try:
             check_common(d)
+            check_scheduler(d)
             check_worker(d)
             check_redis_bundled(d)
             check_test_hook(d, "LLaDA-8B-Instruct")
@@ -44,6 +45,15 @@ def selftest():
 
     def worker_spec(d):
         return pod_spec(one(d, "StatefulSet", "worker"))
+
+    def sched(d):
+        return container(one(d, "Deployment", "scheduler"), "scheduler")
+
+    def drop_arg(d, prefix):
+        sched(d)["args"] = [a for a in sched(d)["args"] if not a.startswith(prefix)]
+
+    def sched_volume(d, name):
+        return [v for v in pod_spec(one(d, "Deployment", "scheduler"))["volumes"] if v["name"] == name][0]
 
     broken(lambda d: worker_spec(d).pop("shareProcessNamespace"), "no shareProcessNamespace")
     broken(lambda d: worker_spec(d)["volumes"][0]["emptyDir"].pop("medium"), "/dev/shm on disk")
@@ -62,6 +72,12 @@ def selftest():
         c["env"] = [{"name": k, "value": v} for k, v in one(d, "ConfigMap", None)["data"].items()]
         c.pop("envFrom")
     broken(inline_settings, "settings not from the chart's ConfigMap")
+    broken(lambda d: drop_arg(d, "--model-root="), "scheduler without --model-root")
+    broken(lambda d: [m for m in sched(d)["volumeMounts"] if m["name"] == "models"][0].pop("readOnly"),
+           "scheduler mounts the models read-write")
+    broken(lambda d: sched_volume(d, "models").__setitem__("hostPath", {"path": "/models"}), "scheduler models volume drifts")
+    broken(lambda d: drop_arg(d, "--http-port="), "HTTP port declared, API not served")
+    broken(lambda d: one(d, "Service", "scheduler")["spec"]["ports"].pop(), "no Service port for the HTTP API")
 
 
 def main():

@@ -92,6 +92,14 @@ def check_base(c):
     check(flag1(sched["command"], "api-keys-file") == "/run/secrets/api-keys" and "api-keys" in sched["secrets"],
           "scheduler reads its API keys from the api-keys secret")
     check("api-keys" in c["secrets"], "api-keys secret declared")
+    # Text and chat prompts are encoded by the scheduler: it needs the tokenizers.
+    check(flag1(sched["command"], "model-root") == "/models", "scheduler --model-root=/models (tokenizers)")
+    check("models:/models:ro" in sched.get("volumes", []), "scheduler mounts the models volume read-only")
+    http = flag1(sched["command"], "http-port")
+    check(any(str(p).endswith(":" + http) for p in sched.get("ports", [])),
+          "the scheduler's HTTP API (--http-port=%s) is published" % http)
+    # Debian 12's docker-compose 1.29 refuses a top-level name (the project is named with -p).
+    check("name" not in c, "compose.yaml must not set a top-level name (docker-compose 1.29 refuses it)")
 
 
 def check_cuda(c):
@@ -126,6 +134,10 @@ def main():
     mutations = {
         "AOF off": lambda c: c["services"]["redis"]["command"].__setitem__(2, "no"),
         "no shared IPC": lambda c: c["services"]["executor"].pop("ipc"),
+        "scheduler without tokenizers": lambda c: c["services"]["scheduler"].pop("volumes"),
+        "HTTP API not published": lambda c: c["services"]["scheduler"].__setitem__(
+            "ports", [p for p in c["services"]["scheduler"]["ports"] if not str(p).endswith(":8000")]),
+        "a top-level name": lambda c: c.__setitem__("name", "unmask"),
         "grace too short": lambda c: c["services"]["loader"].__setitem__("stop_grace_period", "10s"),
         "health on the wrong port": lambda c: c["services"]["executor"]["healthcheck"]["test"].__setitem__(3, "--addr=127.0.0.1:50052"),
         "root user": lambda c: c["services"]["scheduler"].__setitem__("user", "0"),

@@ -120,6 +120,7 @@ helm install unmask ./helm/unmask -n inference
 docker compose exec scheduler \\
   unmask --scheduler=127.0.0.1:50051 models
 Run `unmask-loader --help` for the flags; the CLI is `unmask`.
+docker compose -p unmask -f deploy/compose.yaml up --build -d
 """
 
 TEXT_BROKEN = [

@@ -247,6 +247,8 @@ def text_invocations(text, subcommands):
             before = re.split(r"[;&|(`]", line[:m.start(1)])[-1].split()
             if before and before[0] == "helm":
                 continue  # `helm install unmask ...`: a release named unmask
+            if before and before[-1] in ("-p", "--project-name"):
+                continue  # `docker compose -p unmask -f ...`: a compose project named unmask
             words = []
             for w in words_all(rest):
                 if w in (";", "&&", "||", "|", "#"):

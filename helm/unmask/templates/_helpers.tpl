@@ -148,6 +148,33 @@ securityContext:
 {{- default (include "unmask.componentName" (dict "ctx" . "component" "api-keys")) .Values.scheduler.apiKeys.existingSecret -}}
 {{- end -}}
 
+{{/* The models volume (a list item): the checkpoints of models.source, read-only. The loader and
+       the executors read the weights from it, the scheduler the tokenizers; one definition, so
+       that the worker pods and the scheduler pods cannot mount different sources. */}}
+{{- define "unmask.modelsVolume" -}}
+- name: models
+  {{- if eq .Values.models.source "pvc" }}
+  persistentVolumeClaim:
+    claimName: {{ include "unmask.componentName" (dict "ctx" . "component" "models") }}
+    readOnly: true
+  {{- else if eq .Values.models.source "existingClaim" }}
+  persistentVolumeClaim:
+    claimName: {{ .Values.models.existingClaim }}
+    readOnly: true
+  {{- else }}
+  hostPath:
+    path: {{ .Values.models.hostPath.path }}
+    type: {{ .Values.models.hostPath.type }}
+  {{- end }}
+{{- end -}}
+
+{{/* The volumeMount (a list item) of the models volume at models.mountPath, read-only. */}}
+{{- define "unmask.modelsVolumeMount" -}}
+- name: models
+  mountPath: {{ .Values.models.mountPath }}
+  readOnly: true
+{{- end -}}
+
 {{/* Probes: (dict "port" N "probes" .Values.x.probes "ctx" $). gRPC-native; with tls.enabled
        an exec probe running `unmask health` over TLS instead (Kubernetes' gRPC probes cannot
        speak TLS). */}}
@@ -512,6 +539,17 @@ true
 {{- end -}}
 {{- if and .Values.scheduler.apiKeys.enabled .Values.scheduler.apiKeys.existingSecret -}}
 {{- $_ = required "scheduler.apiKeys.secretKey is required with scheduler.apiKeys.existingSecret" .Values.scheduler.apiKeys.secretKey -}}
+{{- end -}}
+{{- /* The scheduler's container ports must differ, and so must its Service's ports. */ -}}
+{{- $s := .Values.scheduler -}}
+{{- $pod := list (int $s.port) (int $s.metricsPort) -}}
+{{- $svc := list (int $s.service.port) (int $s.metricsPort) -}}
+{{- if $s.http.enabled -}}
+{{- $pod = append $pod (int $s.http.port) -}}
+{{- $svc = append $svc (int $s.service.httpPort) -}}
+{{- end -}}
+{{- if or (ne (len $pod) (len (uniq $pod))) (ne (len $svc) (len (uniq $svc))) -}}
+{{- fail (printf "scheduler ports collide: the pod's ports %v (scheduler.port, scheduler.metricsPort, scheduler.http.port) must differ, and so must the Service's %v (scheduler.service.port, scheduler.metricsPort, scheduler.service.httpPort)" $pod $svc) -}}
 {{- end -}}
 {{- /* The loader and the executors share the pod's network namespace: their ports must differ. */ -}}
 {{- $n := int .Values.worker.executorsPerGpu -}}
