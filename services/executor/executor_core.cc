@@ -29,7 +29,7 @@ std::uint64_t ProcessRssBytes() {
 
 std::uint64_t JobBudget(const ExecutorOptions& options) {
   if (options.job_budget_bytes > 0) return options.job_budget_bytes;
-  auto budget = weights::DeviceBudget::ForCpu();
+  auto budget = weights::DeviceBudget::ForJobs();
   const std::uint64_t available = budget.ok() ? budget->available_bytes() : 0;
   return available > options.memory_reserve_bytes ? available - options.memory_reserve_bytes : 0;
 }
@@ -283,7 +283,7 @@ CapacityReport ExecutorCore::Capacity() const {
   CapacityReport c;
   c.executor_id = options_.executor_id;
   c.device = options_.device;
-  auto budget = weights::DeviceBudget::ForCpu();
+  auto budget = weights::DeviceBudget::ForJobs();
   const std::uint64_t available = budget.ok() ? budget->available_bytes() : 0;
   c.budget_bytes = available > options_.memory_reserve_bytes ? available - options_.memory_reserve_bytes : 0;
   c.in_use_bytes = ProcessRssBytes();

@@ -8,6 +8,7 @@
 #include "common/model/small_gemm.h"
 #include "common/model/threading.h"
 #include "common/model/torch_util.h"
+#include "common/registry/device_budget.h"
 #include "common/telemetry/log.h"
 
 namespace unmask::executor {
@@ -159,12 +160,27 @@ Status ExecutorServer::BuildCore() {
   AnnounceCompute(options_, **model, options_.core.weights_precision, &tm.metrics());
   UNMASK_RETURN_IF_ERROR(PlanWorkersFor(**model));
   core_ = std::make_unique<ExecutorCore>(*std::move(model), options_.core, tm.tracer(), &tm.metrics());
-  (void)core_->Capacity();  // sets the memory gauges
+  const CapacityReport capacity = core_->Capacity();  // also sets the memory gauges
+  LogJobBudget(options_.core, capacity.job_budget_bytes);
   if (auto s = core_->Warmup(); !s.ok()) {
     telemetry::Log(telemetry::LogLevel::kError, {}, {}, "warm-up failed", {{"error", s.ToString()}});
     return services::StartFailure(s, "warm-up failed: " + s.ToString(), 1);
   }
   return OkStatus();
+}
+
+// The admission budget of the running jobs and where it came from: an operator whose jobs are
+// refused as DOES_NOT_FIT reads here why (MemAvailable, the container's cgroup limit, or the flag).
+void ExecutorServer::LogJobBudget(const ExecutorOptions& core, std::uint64_t job_budget_bytes) {
+  std::string from = "--job-budget-bytes";
+  if (core.job_budget_bytes == 0) {
+    auto jobs = weights::DeviceBudget::ForJobs();
+    from = jobs.ok() ? jobs->source() + " less --memory-reserve-bytes" : jobs.status().ToString();
+  }
+  telemetry::Log(job_budget_bytes > 0 ? telemetry::LogLevel::kInfo : telemetry::LogLevel::kWarn, {}, {}, "job budget",
+                 {{"bytes", std::to_string(job_budget_bytes)},
+                  {"reserve_bytes", std::to_string(core.memory_reserve_bytes)},
+                  {"from", from}});
 }
 
 // `--workers 0`: as many workers as model::PlanWorkers says for this model and device, each

@@ -85,6 +85,7 @@ class ExecutorServer {
   Status StartTelemetry();
   Status BuildCore();
   Status PlanWorkersFor(const model::LladaModel& model);
+  static void LogJobBudget(const ExecutorOptions& core, std::uint64_t job_budget_bytes);
   Status Serve(const std::optional<tls::ServerTlsMaterial>& tls);
   void FollowLoader();
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "tests/fixtures/weight_checkpoints.h"
 
 namespace unmask::weights {
@@ -40,6 +42,113 @@ TEST(DeviceBudgetTest, UsesTheGivenFileAndCapsByShmSpace) {
   EXPECT_EQ(budget->available_bytes(), 600u * 1024);
   EXPECT_EQ(budget->source(), "MemAvailable");
   EXPECT_EQ(DeviceBudget::ForCpu(dir.Join("missing"), "").status().code(), StatusCode::kNotFound);
+}
+
+// Writes a file, making its directories.
+void Put(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  testing::WriteFile(path, text);
+}
+
+// A cgroup tree under dir: v2 files at the root (a container's own cgroup) or v1 under memory/.
+void WriteCgroup(const testing::TempDir& dir, bool v2, const std::string& limit, const std::string& usage,
+                 const std::string& stat) {
+  const std::string base = v2 ? dir.Join("") : dir.Join("memory/");
+  Put(base + (v2 ? "memory.max" : "memory.limit_in_bytes"), limit);
+  Put(base + (v2 ? "memory.current" : "memory.usage_in_bytes"), usage);
+  Put(base + "memory.stat", stat);
+}
+
+TEST(DeviceBudgetTest, CgroupHeadroomIsTheLimitLessTheWorkingSet) {
+  testing::TempDir v2, v1;
+  // v2: 1000 MiB limit, 300 MiB used of which 100 MiB inactive file cache -> 800 MiB left.
+  WriteCgroup(v2, true, "1048576000\n", "314572800\n", "anon 1\ninactive_file 104857600\nactive_file 5\n");
+  auto h = CgroupHeadroom(v2.Join(""), "/nonexistent");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(h->has_value());
+  EXPECT_EQ(**h, 800ull << 20);
+  // v1, its own key for the cache.
+  WriteCgroup(v1, false, "2097152\n", "1048576\n", "cache 9\ntotal_inactive_file 524288\n");
+  h = CgroupHeadroom(v1.Join(""), "/nonexistent");
+  ASSERT_TRUE(h.ok() && h->has_value()) << h.status().ToString();
+  EXPECT_EQ(**h, 2097152u - (1048576u - 524288u));
+  // Over the limit (the kernel is reclaiming): nothing left, not a wrapped-around figure.
+  WriteCgroup(v2, true, "1000\n", "5000\n", "");
+  h = CgroupHeadroom(v2.Join(""), "/nonexistent");
+  ASSERT_TRUE(h.ok() && h->has_value());
+  EXPECT_EQ(**h, 0u);
+}
+
+TEST(DeviceBudgetTest, NoCgroupLimitIsNoCap) {
+  testing::TempDir none, v2, v1;
+  auto h = CgroupHeadroom(none.Join(""), "/nonexistent");  // no memory controller files at all
+  ASSERT_TRUE(h.ok());
+  EXPECT_FALSE(h->has_value());
+  WriteCgroup(v2, true, "max\n", "123\n", "");
+  h = CgroupHeadroom(v2.Join(""), "/nonexistent");
+  ASSERT_TRUE(h.ok());
+  EXPECT_FALSE(h->has_value());
+  WriteCgroup(v1, false, "9223372036854771712\n", "123\n", "");  // v1's "unlimited"
+  h = CgroupHeadroom(v1.Join(""), "/nonexistent");
+  ASSERT_TRUE(h.ok());
+  EXPECT_FALSE(h->has_value());
+}
+
+TEST(DeviceBudgetTest, CgroupOfThisProcessIsFoundUnderItsPath) {
+  testing::TempDir dir;
+  // /proc/self/cgroup names the path under the v2 root; the root's own files are not this one's.
+  testing::WriteFile(dir.Join("proc-cgroup"), "0::/kubepods/pod1/c1\n");
+  WriteCgroup(dir, true, "max\n", "1\n", "");
+  Put(dir.Join("kubepods/pod1/c1/memory.max"), "4096\n");
+  Put(dir.Join("kubepods/pod1/c1/memory.current"), "1024\n");
+  auto h = CgroupHeadroom(dir.Join(""), dir.Join("proc-cgroup"));
+  ASSERT_TRUE(h.ok() && h->has_value()) << h.status().ToString();
+  EXPECT_EQ(**h, 3072u);
+  // v1: "N:memory:/path" (memory among other controllers).
+  testing::TempDir v1;
+  testing::WriteFile(v1.Join("proc-cgroup"), "12:pids:/x\n7:cpu,memory:/docker/abc\n");
+  Put(v1.Join("memory/docker/abc/memory.limit_in_bytes"), "8192\n");
+  Put(v1.Join("memory/docker/abc/memory.usage_in_bytes"), "192\n");
+  h = CgroupHeadroom(v1.Join(""), v1.Join("proc-cgroup"));
+  ASSERT_TRUE(h.ok() && h->has_value()) << h.status().ToString();
+  EXPECT_EQ(**h, 8000u);
+}
+
+TEST(DeviceBudgetTest, BadCgroupFilesAreNamed) {
+  testing::TempDir dir;
+  WriteCgroup(dir, true, "lots\n", "1\n", "");
+  auto h = CgroupHeadroom(dir.Join(""), "/nonexistent");
+  ASSERT_EQ(h.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(h.status().message().find("memory.max"), std::string::npos) << h.status().message();
+  EXPECT_NE(h.status().message().find("lots"), std::string::npos);
+  WriteCgroup(dir, true, "100\n", "-5\n", "");
+  h = CgroupHeadroom(dir.Join(""), "/nonexistent");
+  ASSERT_EQ(h.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(h.status().message().find("memory.current"), std::string::npos) << h.status().message();
+  WriteCgroup(dir, true, "100\n", "5\n", "inactive_file 99999999999999999999999\n");
+  h = CgroupHeadroom(dir.Join(""), "/nonexistent");
+  ASSERT_EQ(h.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(h.status().message().find("memory.stat"), std::string::npos) << h.status().message();
+  // ForCpu passes the error on instead of guessing.
+  testing::WriteFile(dir.Join("meminfo"), "MemTotal: 1000 kB\nMemAvailable: 600 kB\n");
+  EXPECT_EQ(DeviceBudget::ForCpu(dir.Join("meminfo"), "", dir.Join("")).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(DeviceBudgetTest, TheCgroupCapsBothBudgetsAndShmOnlyTheSegments) {
+  testing::TempDir dir, shm;
+  testing::WriteFile(dir.Join("meminfo"), "MemTotal: 100000 kB\nMemAvailable: 60000 kB\n");
+  WriteCgroup(dir, true, std::to_string(40000ull * 1024) + "\n", "0\n", "");
+  auto segments = DeviceBudget::ForCpu(dir.Join("meminfo"), "", dir.Join(""));
+  ASSERT_TRUE(segments.ok()) << segments.status().ToString();
+  EXPECT_EQ(segments->available_bytes(), 40000ull * 1024);
+  EXPECT_NE(segments->source().find("cgroup"), std::string::npos) << segments->source();
+  auto jobs = DeviceBudget::ForJobs(dir.Join("meminfo"), dir.Join(""));
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->available_bytes(), 40000ull * 1024);
+  // A full /dev/shm (the weights fill it) caps the segments' budget, never the jobs'.
+  auto with_shm = DeviceBudget::ForCpu(dir.Join("meminfo"), "/dev/shm", dir.Join(""));
+  ASSERT_TRUE(with_shm.ok());
+  EXPECT_LE(with_shm->available_bytes(), 40000ull * 1024);
 }
 
 TEST(DeviceBudgetTest, CheckFitsExplainsTheShortfall) {
