@@ -60,11 +60,15 @@ local function finish(id, old, new, err)
   redis.call('ZREM', QUEUED, id)
   set_state(id, old, new)
   redis.call('ZREMRANGEBYSCORE', sidx(new), '-inf', '(' .. num(NOW - TTL))
-  redis.call('PEXPIRE', jk, num(TTL))
+  -- One absolute expiry for the record and its log: two relative PEXPIREs can land a
+  -- millisecond apart, and a reader could then find the log of a job whose record is gone.
+  local t = redis.call('TIME')
+  local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + TTL
+  redis.call('PEXPIREAT', jk, num(at))
   local ev = evkey(id)
   local n = redis.call('XLEN', ev)
   redis.call('XADD', ev, '0-' .. num(n + 1), 'end', '1')
-  redis.call('PEXPIRE', ev, num(TTL))
+  redis.call('PEXPIREAT', ev, num(at))
 end
 
 local function dead_letter(id, reason, attempts)
